@@ -1,0 +1,59 @@
+"""One session per concern: tests, contract, lint, types, bench, demo."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import nox
+
+nox.options.sessions = ["tests", "contract"]
+nox.options.reuse_existing_virtualenvs = True
+
+ROOT = Path(__file__).parent
+CONTRACT = ROOT.parent / "shared" / "contract"
+
+
+@nox.session
+def tests(session: nox.Session) -> None:
+    """The project's own test suite."""
+    session.install("-e", ".[test]")
+    session.run("pytest", *(session.posargs or ["-q"]))
+
+
+@nox.session
+def contract(session: nox.Session) -> None:
+    """The public contract's shape checks, in ../shared/contract."""
+    session.install("-e", ".[test]")
+    if not CONTRACT.exists():
+        session.skip(f"no contract at {CONTRACT}")
+    session.run("pytest", str(CONTRACT), "-q", "-p", "no:cacheprovider")
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    """ruff check and format check."""
+    session.install("ruff")
+    session.run("ruff", "check", "src", "tests", "bench")
+    session.run("ruff", "format", "--check", "src", "tests", "bench")
+
+
+@nox.session
+def types(session: nox.Session) -> None:
+    """Strict mypy over src."""
+    session.install("-e", ".[dev]")
+    session.run("mypy")
+
+
+@nox.session
+def bench(session: nox.Session) -> None:
+    """Benchmarks: print tables and write JSON into bench/results/."""
+    session.install("-e", ".")
+    for script in session.posargs or sorted(p.name for p in (ROOT / "bench").glob("bench_*.py")):
+        session.run("python", str(ROOT / "bench" / script))
+
+
+@nox.session
+def demo(session: nox.Session) -> None:
+    """A short in-process scenario on the default configuration."""
+    session.install("-e", ".")
+    session.run("scheduler", "demo", *session.posargs)

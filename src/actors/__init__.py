@@ -1,0 +1,27 @@
+"""A small actor runtime on anyio (asyncio backend): mailboxes, tell/ask, timers, supervision.
+
+It knows nothing about scheduling. See docs/actors.md for a guide.
+"""
+
+from __future__ import annotations
+
+from ._actor import Actor, ActorRef, MailboxStats
+from ._clock import Clock, ManualClock, SystemClock
+from ._dispatcher import Dispatcher
+from ._errors import ActorDeadError, AskTimeoutError
+from ._system import ActorSystem
+from ._timers import TimerHandle
+
+__all__ = [
+    "Actor",
+    "ActorDeadError",
+    "ActorRef",
+    "ActorSystem",
+    "AskTimeoutError",
+    "Clock",
+    "Dispatcher",
+    "MailboxStats",
+    "ManualClock",
+    "SystemClock",
+    "TimerHandle",
+]

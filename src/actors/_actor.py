@@ -1,0 +1,298 @@
+"""Actors, their references, and the mailbox cell that joins them to a dispatcher."""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import inspect
+from collections import deque
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Final, Literal
+
+import msgspec
+from loguru import logger
+
+from ._errors import ActorDeadError, AskTimeoutError
+
+if TYPE_CHECKING:
+    from loguru import Logger
+
+    from ._dispatcher import Dispatcher
+    from ._system import ActorSystem
+
+__all__ = ["Actor", "ActorRef", "MailboxStats"]
+
+
+class Actor:
+    """Subclass and override `receive`; everything else is optional.
+
+    The runtime sets `actor_ref`, `actor_system` and `log` (a loguru logger bound with
+    `actor=<name>`) before `on_start` runs. Hooks and handlers may be plain functions or
+    coroutine functions; a coroutine is awaited inline by the actor's dispatcher, so nothing
+    else in the actor's group runs until it returns.
+    """
+
+    actor_ref: ActorRef
+    actor_system: ActorSystem
+    log: Logger
+
+    def receive(self, message: object) -> object:
+        """Handle one message; the return value is the reply to an `ask`."""
+        raise NotImplementedError(f"{type(self).__name__} does not handle {type(message).__name__}")
+
+    def receive_batch(self, messages: list[object]) -> Awaitable[None] | None:
+        """Handle every queued tell at once; only called when a subclass overrides it.
+
+        Asks still go through `receive`, in mailbox order.
+        """
+        for message in messages:
+            self.receive(message)
+        return None
+
+    def on_start(self) -> Awaitable[None] | None:
+        """Called by the dispatcher before the first message."""
+        return None
+
+    def on_stop(self) -> Awaitable[None] | None:
+        """Called by the dispatcher after the last message (also before a restart)."""
+        return None
+
+    def on_drained(self) -> Awaitable[None] | None:
+        """Called when every mailbox of the actor's dispatcher group is empty."""
+        return None
+
+
+class MailboxStats(msgspec.Struct, frozen=True):
+    """A snapshot of one actor's mailbox and handler counters.
+
+    `peak` is the largest queue length seen when the dispatcher picked up a batch (or now);
+    `handler_time` is wall time in seconds spent in the actor's handlers and hooks;
+    `failures` counts handler and hook exceptions (tells, asks, hooks).
+    """
+
+    queued: int
+    peak: int
+    processed: int
+    handler_time: float
+    failures: int
+
+
+class _Ask:
+    """An ask waiting in a mailbox: the message and the future its reply goes to."""
+
+    __slots__ = ("future", "message")
+
+    def __init__(self, message: object, future: asyncio.Future[object]) -> None:
+        self.message = message
+        self.future = future
+
+
+class _Default(enum.Enum):
+    TIMEOUT = "system default"
+
+
+SYSTEM_DEFAULT: Final = _Default.TIMEOUT
+
+# control flags: work for the dispatcher besides messages
+START: Final = 1
+RESTART: Final = 2
+STOP: Final = 4
+
+
+class Cell:
+    """One actor's mailbox, state and counters; owned by its dispatcher."""
+
+    __slots__ = (
+        "actor",
+        "asks",
+        "batch_fn",
+        "closed",
+        "control",
+        "dead",
+        "dispatcher",
+        "factory",
+        "failures",
+        "fast",
+        "handler_time",
+        "has_drained",
+        "hot",
+        "is_async",
+        "log",
+        "mailbox",
+        "name",
+        "peak",
+        "processed",
+        "receive",
+        "ref",
+        "restart",
+        "scheduled",
+        "started",
+        "system",
+    )
+
+    def __init__(
+        self,
+        system: ActorSystem,
+        dispatcher: Dispatcher,
+        name: str,
+        actor: Actor,
+        factory: Callable[[], Actor] | None,
+        restart: bool,
+    ) -> None:
+        self.system = system
+        self.dispatcher = dispatcher
+        self.name = name
+        self.factory = factory
+        self.restart = restart
+        self.mailbox: deque[object] = deque()
+        self.asks = 0
+        self.hot = False  # scheduled and open: tell only appends
+        self.scheduled = False  # in the dispatcher's ready queue (or in its hands)
+        self.closed = False  # stop requested: no more messages are taken
+        self.dead = False  # stopped and finalised
+        self.started = False
+        self.control = 0
+        self.peak = 0
+        self.processed = 0
+        self.handler_time = 0.0
+        self.failures = 0
+        self.log = logger.bind(actor=name)
+        self.ref = ActorRef(self)
+        self.bind(actor)
+
+    def bind(self, actor: Actor) -> None:
+        """Make `actor` the instance behind this cell (at spawn and on restart)."""
+        if not isinstance(actor, Actor):
+            raise TypeError(f"expected an Actor, got {type(actor).__name__}")
+        actor.actor_ref = self.ref
+        actor.actor_system = self.system
+        actor.log = self.log
+        cls = type(actor)
+        self.actor = actor
+        self.receive: Callable[[object], object] = actor.receive
+        self.is_async = inspect.iscoroutinefunction(actor.receive)
+        overrides_batch = cls.receive_batch is not Actor.receive_batch
+        self.batch_fn = actor.receive_batch if overrides_batch else None
+        self.has_drained = cls.on_drained is not Actor.on_drained
+        self.fast = not self.is_async and self.batch_fn is None
+
+    def tell_slow(self, message: object) -> None:
+        if self.closed:
+            raise ActorDeadError(f"actor {self.name!r} is stopped")
+        self.mailbox.append(message)
+        if not self.scheduled:
+            self.dispatcher._schedule(self)
+
+    def request(self, flag: int) -> None:
+        """Ask the dispatcher to start, restart or stop this actor."""
+        self.control |= flag
+        if flag == STOP:
+            self.closed = True
+            self.hot = False
+        if not self.scheduled:
+            self.dispatcher._schedule(self)
+
+    def stats(self) -> MailboxStats:
+        queued = len(self.mailbox)
+        return MailboxStats(
+            queued=queued,
+            peak=max(self.peak, queued),
+            processed=self.processed,
+            handler_time=self.handler_time,
+            failures=self.failures,
+        )
+
+
+class ActorRef:
+    """The only way to talk to an actor: `tell`, `ask`, `stats`, `stop`."""
+
+    __slots__ = ("_cell", "name")
+
+    def __init__(self, cell: Cell) -> None:
+        self._cell = cell
+        self.name = cell.name
+
+    def tell(self, message: object) -> None:
+        """Queue `message` for the actor; never blocks, never awaits.
+
+        Raises:
+            ActorDeadError: The actor has stopped.
+        """
+        cell = self._cell
+        if cell.hot:
+            cell.mailbox.append(message)
+        else:
+            cell.tell_slow(message)
+
+    async def ask(
+        self, message: object, timeout: float | Literal[_Default.TIMEOUT] | None = SYSTEM_DEFAULT
+    ) -> object:
+        """Send `message` and wait for the value `receive` returns for it.
+
+        Args:
+            message: The request.
+            timeout: Real seconds to wait (a liveness guard, not the injected clock);
+                None waits forever; by default the system's `default_ask_timeout`.
+
+        Returns:
+            The handler's return value.
+
+        Raises:
+            ActorDeadError: The actor is stopped, or stopped before handling the ask.
+            AskTimeoutError: No reply within `timeout`.
+            RuntimeError: Asked from an async handler of the same dispatcher (a deadlock).
+            Exception: Whatever the handler raised.
+        """
+        cell = self._cell
+        if cell.closed:
+            raise ActorDeadError(f"actor {self.name!r} is stopped")
+        dispatcher = cell.dispatcher
+        if dispatcher._awaiting and asyncio.current_task() is dispatcher._task:
+            raise RuntimeError(
+                f"ask to {self.name!r} from its own dispatcher {dispatcher.name!r} would deadlock"
+            )
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[object] = loop.create_future()
+        cell.asks += 1
+        cell.mailbox.append(_Ask(message, future))
+        if not cell.scheduled:
+            dispatcher._schedule(cell)
+        if timeout is SYSTEM_DEFAULT:
+            timeout = cell.system.default_ask_timeout
+        if timeout is None:
+            return await future
+        expiry = loop.call_later(timeout, _expire, future, self.name, timeout)
+        try:
+            return await future
+        finally:
+            expiry.cancel()
+
+    def stats(self) -> MailboxStats:
+        """A snapshot of this actor's mailbox counters."""
+        return self._cell.stats()
+
+    def stop(self) -> None:
+        """Stop this actor only: it finishes the message in hand, then `on_stop` runs.
+
+        Asks still queued fail with `ActorDeadError`; later tells and asks raise it.
+        A no-op if the actor is already stopping.
+        """
+        cell = self._cell
+        if not cell.closed:
+            cell.request(STOP)
+
+    @property
+    def alive(self) -> bool:
+        """False once `stop()` was requested (or the system stopped)."""
+        return not self._cell.closed
+
+    def __repr__(self) -> str:
+        cell = self._cell
+        queued = len(cell.mailbox)
+        state = "" if not cell.closed else " stopped" if cell.dead else " stopping"
+        return f"<ActorRef {self.name} queued={queued} peak={max(cell.peak, queued)}{state}>"
+
+
+def _expire(future: asyncio.Future[object], name: str, timeout: float) -> None:
+    if not future.done():
+        future.set_exception(AskTimeoutError(f"ask to {name!r} timed out after {timeout}s"))

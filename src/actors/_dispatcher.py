@@ -1,0 +1,402 @@
+"""A dispatcher: one task that runs a group of actors, one message at a time."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import Callable
+from time import perf_counter
+from typing import TYPE_CHECKING
+
+from ._actor import RESTART, START, STOP, Actor, Cell, _Ask
+from ._errors import ActorDeadError
+
+if TYPE_CHECKING:
+    from ._system import ActorSystem
+
+__all__ = ["Dispatcher"]
+
+DEFAULT_BATCH = 256
+_YIELD_EVERY = 4096  # messages handled before the dispatcher lets other tasks run
+
+
+class Dispatcher:
+    """A shared turn: every actor spawned onto it is run by one task.
+
+    The task drains the mailboxes of its actors round-robin, at most `batch` messages from
+    one actor before moving on. When every mailbox is empty it calls `on_drained()` of each
+    actor that defines it (in spawn order); anything those tell is drained before another
+    `on_drained` pass. Nothing else runs between two messages of a group, so the handlers
+    of one group always see state that no other handler of the group is changing.
+
+    Get one with `ActorSystem.dispatcher(name)`.
+    """
+
+    __slots__ = (
+        "_awaiting",
+        "_cells",
+        "_drainers",
+        "_idle",
+        "_private",
+        "_ready",
+        "_system",
+        "_task",
+        "_task_alive",
+        "_waiter",
+        "batch",
+        "name",
+    )
+
+    def __init__(
+        self, system: ActorSystem, name: str, *, batch: int = DEFAULT_BATCH, private: bool = False
+    ) -> None:
+        if batch < 1:
+            raise ValueError(f"batch must be >= 1, got {batch}")
+        self.name = name
+        self.batch = batch
+        self._system = system
+        self._private = private
+        self._cells: list[Cell] = []
+        self._drainers: list[Cell] = []
+        self._ready: deque[Cell] = deque()
+        self._idle = True  # not counted as busy by the system
+        self._waiter: asyncio.Future[None] | None = None
+        self._task: asyncio.Task[object] | None = None
+        self._task_alive = False
+        self._awaiting = False  # awaiting an async handler or hook
+
+    def __repr__(self) -> str:
+        queued = sum(len(c.mailbox) for c in self._cells)
+        state = "idle" if self._idle else "busy"
+        return f"<Dispatcher {self.name} actors={len(self._cells)} queued={queued} {state}>"
+
+    @property
+    def actors(self) -> list[str]:
+        """Names of the actors in this group, in spawn order."""
+        return [c.name for c in self._cells]
+
+    # -- bookkeeping (called by the system and by cells) ------------------------------
+
+    def _add(self, cell: Cell) -> None:
+        self._cells.append(cell)
+        self._track_drainer(cell)
+
+    def _track_drainer(self, cell: Cell) -> None:
+        if cell.has_drained and cell not in self._drainers:
+            self._drainers.append(cell)
+        elif not cell.has_drained and cell in self._drainers:
+            self._drainers.remove(cell)
+
+    def _remove(self, cell: Cell) -> None:
+        self._cells.remove(cell)
+        if cell in self._drainers:
+            self._drainers.remove(cell)
+
+    def _schedule(self, cell: Cell) -> None:
+        cell.scheduled = True
+        cell.hot = not cell.closed
+        self._ready.append(cell)
+        if self._idle:
+            self._idle = False
+            self._system._busy += 1
+            waiter = self._waiter
+            if waiter is not None:
+                self._waiter = None
+                if not waiter.done():
+                    waiter.set_result(None)
+
+    # -- the task --------------------------------------------------------------------
+
+    async def _run(self) -> None:
+        self._task = asyncio.current_task()
+        loop = asyncio.get_running_loop()
+        try:
+            while True:
+                await self._drain()
+                if self._drainers:
+                    await self._drained()
+                    if self._ready:
+                        continue
+                if not self._cells:
+                    return  # the last actor stopped; spawn starts a new task
+                self._go_idle()
+                waiter: asyncio.Future[None] = loop.create_future()
+                self._waiter = waiter
+                await waiter
+        finally:
+            self._task_alive = False
+            self._task = None
+            self._waiter = None
+            if not self._idle:
+                self._go_idle()
+
+    def _go_idle(self) -> None:
+        self._idle = True
+        system = self._system
+        system._busy -= 1
+        if not system._busy:
+            system._wake_settlers()
+
+    async def _drain(self) -> None:
+        ready = self._ready
+        batch = self.batch
+        budget = _YIELD_EVERY
+        while ready:
+            cell = ready.popleft()
+            if cell.control:
+                await self._control(cell)
+                if cell.dead:
+                    continue
+            mailbox = cell.mailbox
+            n = len(mailbox)
+            if n and not cell.closed:
+                if n > cell.peak:
+                    cell.peak = n
+                k = n if n < batch else batch
+                started = perf_counter()
+                if cell.fast:
+                    done = self._run_sync(cell, k)
+                else:
+                    done = await self._run_general(cell, k)
+                cell.handler_time += perf_counter() - started
+                cell.processed += done
+                budget -= done
+            if cell.control or mailbox:
+                ready.append(cell)
+            else:
+                cell.scheduled = False
+                cell.hot = False
+            if budget <= 0:
+                budget = _YIELD_EVERY
+                await asyncio.sleep(0)
+
+    # -- message handling --------------------------------------------------------------
+
+    def _run_sync(self, cell: Cell, k: int) -> int:
+        """The hot path: k tells to a synchronous `receive`."""
+        if cell.asks:
+            return self._run_sync_mixed(cell, k)
+        popleft = cell.mailbox.popleft
+        receive = cell.receive
+        message: object = None
+        start = i = 0
+        while start < k:
+            try:
+                for i in range(start, k):
+                    if cell.closed:
+                        return i
+                    message = popleft()
+                    receive(message)
+                return k
+            except Exception:
+                self._tell_failed(cell, message)
+                start = i + 1
+                if cell.control:
+                    return start
+        return k
+
+    def _run_sync_mixed(self, cell: Cell, k: int) -> int:
+        popleft = cell.mailbox.popleft
+        receive = cell.receive
+        for done in range(k):
+            if cell.closed:
+                return done
+            message = popleft()
+            if type(message) is _Ask:
+                cell.asks -= 1
+                future = message.future
+                try:
+                    reply = receive(message.message)
+                except Exception as exc:
+                    self._ask_failed(cell, message, exc)
+                else:
+                    if not future.done():
+                        future.set_result(reply)
+            else:
+                try:
+                    receive(message)
+                except Exception:
+                    self._tell_failed(cell, message)
+                    if cell.control:
+                        return done + 1
+        return k
+
+    async def _run_general(self, cell: Cell, k: int) -> int:
+        """Async handlers and `receive_batch` actors; asks keep their mailbox order."""
+        mailbox = cell.mailbox
+        done = 0
+        self._awaiting = True
+        try:
+            while done < k and not cell.closed and not cell.control:
+                if cell.batch_fn is not None and mailbox[0].__class__ is not _Ask:
+                    messages = self._take_tells(cell, k - done)
+                    done += len(messages)
+                    await self._call_batch(cell, messages)
+                    continue
+                message = mailbox.popleft()
+                done += 1
+                if type(message) is _Ask:
+                    cell.asks -= 1
+                    await self._call_ask(cell, message)
+                else:
+                    await self._call_tell(cell, message)
+        finally:
+            self._awaiting = False
+        return done
+
+    @staticmethod
+    def _take_tells(cell: Cell, limit: int) -> list[object]:
+        popleft = cell.mailbox.popleft
+        if not cell.asks:
+            return [popleft() for _ in range(min(limit, len(cell.mailbox)))]
+        messages: list[object] = []
+        mailbox = cell.mailbox
+        while len(messages) < limit and mailbox and mailbox[0].__class__ is not _Ask:
+            messages.append(popleft())
+        return messages
+
+    async def _call_tell(self, cell: Cell, message: object) -> None:
+        try:
+            result = cell.receive(message)
+            if cell.is_async:
+                await result  # type: ignore[misc]
+        except Exception:
+            self._tell_failed(cell, message)
+
+    async def _call_ask(self, cell: Cell, ask: _Ask) -> None:
+        future = ask.future
+        try:
+            reply = cell.receive(ask.message)
+            if cell.is_async:
+                reply = await reply  # type: ignore[misc]
+        except Exception as exc:
+            self._ask_failed(cell, ask, exc)
+        else:
+            if not future.done():
+                future.set_result(reply)
+
+    async def _call_batch(self, cell: Cell, messages: list[object]) -> None:
+        assert cell.batch_fn is not None
+        try:
+            result = cell.batch_fn(messages)
+            if result is not None:
+                await result
+        except Exception:
+            self._tell_failed(cell, messages)
+
+    # -- failures ------------------------------------------------------------------
+
+    def _tell_failed(self, cell: Cell, message: object) -> None:
+        """Log the exception being handled and apply the actor's policy."""
+        cell.failures += 1
+        if isinstance(message, list):
+            kind = "batch of " + ", ".join(sorted({type(m).__name__ for m in message}))
+        else:
+            kind = type(message).__name__
+        restart = cell.restart and cell.factory is not None
+        cell.log.bind(message_type=kind).exception(
+            "actor {!r} failed handling {}; {}", cell.name, kind, "restart" if restart else "resume"
+        )
+        if restart:
+            cell.control |= RESTART
+
+    def _ask_failed(self, cell: Cell, ask: _Ask, exc: Exception) -> None:
+        cell.failures += 1
+        if not ask.future.done():
+            ask.future.set_exception(exc)
+        else:  # the asker gave up: nobody else will see it
+            cell.log.opt(exception=exc).error(
+                "actor {!r} failed handling abandoned ask {}", cell.name, type(ask.message).__name__
+            )
+
+    async def _hook(self, cell: Cell, hook: Callable[[], object], what: str) -> bool:
+        started = perf_counter()
+        self._awaiting = True
+        try:
+            result = hook()
+            if result is not None:
+                await result  # type: ignore[misc]
+            return True
+        except Exception:
+            cell.failures += 1
+            cell.log.exception("actor {!r} failed in {}", cell.name, what)
+            return False
+        finally:
+            self._awaiting = False
+            cell.handler_time += perf_counter() - started
+
+    # -- lifecycle -----------------------------------------------------------------
+
+    async def _drained(self) -> None:
+        for cell in list(self._drainers):
+            if cell.closed or not cell.started or cell.control:
+                continue
+            ok = await self._hook(cell, cell.actor.on_drained, "on_drained")
+            if not ok and cell.restart and cell.factory is not None:
+                cell.request(RESTART)
+
+    async def _control(self, cell: Cell) -> None:
+        control = cell.control
+        cell.control = 0
+        if control & STOP:
+            await self._finalize(cell)
+            return
+        if control & RESTART:
+            await self._restart(cell)
+        if not cell.closed and control & (START | RESTART):
+            await self._start(cell)
+
+    async def _start(self, cell: Cell) -> None:
+        cell.started = True
+        if await self._hook(cell, cell.actor.on_start, "on_start"):
+            cell.log.debug("actor {!r} started on {}", cell.name, self.name)
+        else:
+            cell.request(STOP)
+
+    async def _restart(self, cell: Cell) -> None:
+        assert cell.factory is not None
+        if cell.started:
+            cell.started = False
+            await self._hook(cell, cell.actor.on_stop, "on_stop")
+        try:
+            actor: Actor = cell.factory()
+            cell.bind(actor)
+        except Exception:
+            cell.failures += 1
+            cell.log.exception("actor {!r} could not be rebuilt; stopping", cell.name)
+            cell.request(STOP)
+            return
+        self._track_drainer(cell)
+        cell.log.info("actor {!r} restarted", cell.name)
+
+    async def _finalize(self, cell: Cell) -> None:
+        cell.closed = True
+        cell.hot = False
+        dropped = fail_asks(cell)
+        if cell.started:
+            cell.started = False
+            await self._hook(cell, cell.actor.on_stop, "on_stop")
+        fail_asks(cell)  # anything that arrived while on_stop ran
+        cell.dead = True
+        cell.scheduled = False
+        self._remove(cell)
+        self._system._forget(cell)
+        if dropped:
+            cell.log.debug("actor {!r} stopped; {} tells dropped", cell.name, dropped)
+        else:
+            cell.log.debug("actor {!r} stopped", cell.name)
+
+
+def fail_asks(cell: Cell) -> int:
+    """Empty the mailbox: asks fail with ActorDeadError; returns the tells dropped."""
+    mailbox = cell.mailbox
+    dropped = 0
+    while mailbox:
+        message = mailbox.popleft()
+        if type(message) is _Ask:
+            if not message.future.done():
+                message.future.set_exception(ActorDeadError(f"actor {cell.name!r} stopped"))
+        else:
+            dropped += 1
+    cell.asks = 0
+    return dropped

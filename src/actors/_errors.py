@@ -1,0 +1,20 @@
+"""Errors raised across an actor boundary.
+
+```text
+ActorDeadError(RuntimeError)     tell/ask to a stopped actor; asks pending when it stopped
+AskTimeoutError(TimeoutError)    no reply within the ask's liveness timeout
+```
+A handler's own exception reaches an asker unchanged.
+"""
+
+from __future__ import annotations
+
+__all__ = ["ActorDeadError", "AskTimeoutError"]
+
+
+class ActorDeadError(RuntimeError):
+    """The actor has stopped (or is stopping): it takes no more messages."""
+
+
+class AskTimeoutError(TimeoutError):
+    """An ask got no reply within its timeout (a liveness guard in real seconds)."""

@@ -1,0 +1,224 @@
+"""Applications: their asks, allocations and lifecycle state machine (YuniKorn's)."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import TYPE_CHECKING
+
+from sortedcontainers import SortedKeyList
+
+from scheduler._objects import Allocation, Ask
+from scheduler._resources import Res, add_into, add_scaled_into, sub_into
+
+if TYPE_CHECKING:
+    from scheduler._queue import Queue
+
+__all__ = [
+    "TERMINAL_STATES",
+    "AppEvent",
+    "AppState",
+    "Application",
+    "InvalidTransition",
+    "next_state",
+]
+
+
+class AppState(StrEnum):
+    NEW = "New"
+    ACCEPTED = "Accepted"
+    STARTING = "Starting"
+    RUNNING = "Running"
+    REJECTED = "Rejected"
+    COMPLETING = "Completing"
+    COMPLETED = "Completed"
+    FAILING = "Failing"
+    FAILED = "Failed"
+    EXPIRED = "Expired"
+    RESUMING = "Resuming"
+
+
+class AppEvent(StrEnum):
+    RUN = "runApplication"
+    REJECT = "rejectApplication"
+    COMPLETE = "completeApplication"
+    FAIL = "failApplication"
+    EXPIRE = "expireApplication"
+    RESUME = "resumeApplication"
+
+
+S, E = AppState, AppEvent
+# Every legal edge, nothing else (YuniKorn's application_state.go). One addition: an
+# application the RM removes while still New (it never asked for anything) completes at once.
+_NEXT: dict[tuple[AppState, AppEvent], AppState] = {
+    (S.NEW, E.REJECT): S.REJECTED,
+    (S.NEW, E.RUN): S.ACCEPTED,
+    (S.RESUMING, E.RUN): S.ACCEPTED,
+    (S.ACCEPTED, E.RUN): S.STARTING,
+    (S.STARTING, E.RUN): S.RUNNING,
+    (S.RUNNING, E.RUN): S.RUNNING,
+    (S.COMPLETING, E.RUN): S.RUNNING,
+    (S.ACCEPTED, E.COMPLETE): S.COMPLETING,
+    (S.STARTING, E.COMPLETE): S.COMPLETING,
+    (S.RUNNING, E.COMPLETE): S.COMPLETING,
+    (S.COMPLETING, E.COMPLETE): S.COMPLETED,
+    (S.NEW, E.COMPLETE): S.COMPLETED,
+    (S.NEW, E.FAIL): S.FAILING,
+    (S.ACCEPTED, E.FAIL): S.FAILING,
+    (S.STARTING, E.FAIL): S.FAILING,
+    (S.RUNNING, E.FAIL): S.FAILING,
+    (S.FAILING, E.FAIL): S.FAILED,
+    (S.NEW, E.RESUME): S.RESUMING,
+    (S.ACCEPTED, E.RESUME): S.RESUMING,
+    (S.COMPLETED, E.EXPIRE): S.EXPIRED,
+    (S.FAILED, E.EXPIRE): S.EXPIRED,
+    (S.REJECTED, E.EXPIRE): S.EXPIRED,
+}
+del S, E
+
+TERMINAL_STATES = frozenset(
+    {AppState.REJECTED, AppState.COMPLETED, AppState.FAILED, AppState.EXPIRED}
+)
+
+
+class InvalidTransition(Exception):
+    """An event that has no edge from the current state (a bug in the caller)."""
+
+
+def next_state(state: AppState, event: AppEvent) -> AppState:
+    try:
+        return _NEXT[(state, event)]
+    except KeyError:
+        raise InvalidTransition(f"no transition for {event} from {state}") from None
+
+
+def _ask_order(ask: Ask) -> tuple[int, int]:
+    return ask.sort_key
+
+
+class Application:
+    """An application of a partition: its asks, allocations, usage and state.
+
+    Only the application's own actor and the partition's commit (in the same turn) change it.
+    """
+
+    def __init__(
+        self,
+        *,
+        application_id: str,
+        partition: str,
+        queue_name: str,
+        user: str = "",
+        groups: list[str] | None = None,
+        tags: dict[str, str] | None = None,
+        submit_time: float = 0.0,
+        submit_seq: int = 0,
+        placeholder_ask: Res | None = None,
+        gang_scheduling_style: str = "Soft",
+        execution_timeout_ms: int = 0,
+    ) -> None:
+        self.application_id = application_id
+        self.partition = partition
+        self.queue_name = queue_name
+        self.queue: Queue | None = None
+        self.user = user
+        self.groups = list(groups or [])
+        self.tags = dict(tags or {})
+        self.submit_time = submit_time
+        self.submit_seq = submit_seq
+        self.finished_time: float | None = None
+        self.placeholder_ask: Res = dict(placeholder_ask or {})
+        self.gang_scheduling_style = gang_scheduling_style
+        self.execution_timeout_ms = execution_timeout_ms
+        self.state = AppState.NEW
+        self.state_log: list[tuple[float, AppState]] = [(submit_time, AppState.NEW)]
+        self.rejected_message = ""
+        self.asks: dict[str, Ask] = {}
+        self.pending_asks: SortedKeyList = SortedKeyList(key=_ask_order)
+        self.allocations: dict[str, Allocation] = {}
+        self.allocated: Res = {}
+        self.max_allocated: Res = {}
+        self.pending: Res = {}
+
+    # -- state -------------------------------------------------------------------------
+    def fire(self, event: AppEvent, now: float) -> AppState:
+        """Move along the edge for ``event``; raises ``InvalidTransition`` on a miss."""
+        new = next_state(self.state, event)
+        if new is not self.state:
+            self.state = new
+            self.state_log.append((now, new))
+            if new in TERMINAL_STATES:
+                self.finished_time = now
+        return new
+
+    def can_fire(self, event: AppEvent) -> bool:
+        return (self.state, event) in _NEXT
+
+    @property
+    def terminated(self) -> bool:
+        return self.state in TERMINAL_STATES
+
+    @property
+    def is_idle(self) -> bool:
+        """Nothing allocated and nothing pending: the application may complete."""
+        return not self.allocations and not self.pending_asks
+
+    # -- asks ----------------------------------------------------------------------------
+    def add_ask(self, ask: Ask) -> Res:
+        """Add or replace (same key) an ask; returns the change of pending resources."""
+        delta: Res = {}
+        old = self.asks.get(ask.allocation_key)
+        if old is not None:
+            add_scaled_into(delta, old.resource, -old.pending)
+            if old.pending:
+                self.pending_asks.remove(old)
+        self.asks[ask.allocation_key] = ask
+        if ask.pending > 0:
+            self.pending_asks.add(ask)
+            add_scaled_into(delta, ask.resource, ask.pending)
+        self._apply_pending(delta)
+        return delta
+
+    def remove_ask(self, allocation_key: str) -> Res:
+        """Drop an ask; returns the (negative) change of pending resources."""
+        ask = self.asks.pop(allocation_key, None)
+        delta: Res = {}
+        if ask is not None and ask.pending > 0:
+            self.pending_asks.remove(ask)
+            add_scaled_into(delta, ask.resource, -ask.pending)
+            ask.pending = 0
+            self._apply_pending(delta)
+        return delta
+
+    def _apply_pending(self, delta: Res) -> None:
+        add_into(self.pending, delta)
+        for name in [n for n, v in self.pending.items() if not v]:
+            del self.pending[name]
+
+    # -- allocations (called by the partition's commit) -------------------------------
+    def allocate_from(self, ask: Ask, alloc: Allocation) -> None:
+        ask.pending -= 1
+        if ask.pending == 0:
+            self.pending_asks.remove(ask)
+        sub_into(self.pending, ask.resource)
+        self.add_allocation(alloc)
+
+    def add_allocation(self, alloc: Allocation) -> None:
+        self.allocations[alloc.uuid] = alloc
+        allocated = self.allocated
+        add_into(allocated, alloc.resource)
+        peak = self.max_allocated
+        for name, v in allocated.items():
+            if v > peak.get(name, 0):
+                peak[name] = v
+
+    def remove_allocation(self, uuid: str) -> Allocation | None:
+        alloc = self.allocations.pop(uuid, None)
+        if alloc is not None:
+            sub_into(self.allocated, alloc.resource)
+        return alloc
+
+    def __repr__(self) -> str:
+        return (
+            f"<Application {self.application_id} {self.state} asks={len(self.pending_asks)} "
+            f"allocations={len(self.allocations)}>"
+        )

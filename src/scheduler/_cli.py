@@ -1,0 +1,123 @@
+"""The ``scheduler`` command line: the CLI owns the terminal and the log sinks."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from loguru import logger
+
+from scheduler import si
+from scheduler._core import Core, start_scheduler
+from scheduler.testing import ManualClock, RecordingCallback
+
+__all__ = ["main"]
+
+RM = "demo-rm"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="scheduler", description=__doc__)
+    parser.add_argument("-v", "--verbose", action="store_true", help="log to stderr")
+    sub = parser.add_subparsers(dest="command", required=True)
+    demo = sub.add_parser("demo", help="run a short in-process scenario and print what happened")
+    demo.add_argument("--nodes", type=int, default=3, help="nodes to register (default 3)")
+    demo.add_argument("--tasks", type=int, default=4, help="asks per application (default 4)")
+    args = parser.parse_args(argv)
+    logger.remove()
+    if args.verbose:
+        logger.add(sys.stderr, level="DEBUG")
+    if args.command == "demo":
+        asyncio.run(run_demo(nodes=args.nodes, tasks=args.tasks, out=sys.stdout))
+    return 0
+
+
+def table(title: str, header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """A plain-text table with a title line, aligned columns and a rule under the header."""
+    cells = [[str(c) for c in header], *[[_cell(c) for c in row] for row in rows]]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
+    lines = [title, "  ".join(h.ljust(w) for h, w in zip(cells[0], widths, strict=True)),
+             "  ".join("-" * w for w in widths)]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in cells[1:]]
+    if not rows:
+        lines.append("(none)")
+    return "\n".join(lines) + "\n"
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, dict):
+        return " ".join(f"{k}={v}" for k, v in sorted(value.items())) or "-"
+    return str(value)
+
+
+async def run_demo(*, nodes: int, tasks: int, out: Any) -> None:
+    """Nodes, two applications in two dynamic queues, allocations, a release, completion."""
+    clock = ManualClock()
+    rm = RecordingCallback()
+    async with start_scheduler(clock=clock) as core:
+        await core.register_resource_manager(
+            si.RegisterResourceManagerRequest(rm_id=RM, policy_group="default", version="demo"),
+            rm)
+        await core.update_node(si.NodeRequest(rm_id=RM, nodes=[
+            si.NodeInfo(node_id=f"node-{i}", action=si.ActionFromRM.CREATE,
+                        schedulable_resource=si.Resource.of(memory=8_000, vcore=4_000))
+            for i in range(1, nodes + 1)]))
+        await core.update_application(si.ApplicationRequest(rm_id=RM, new=[
+            si.AddApplicationRequest(application_id=app, queue_name=queue,
+                                     ugi=si.UserGroupInformation(user="demo"))
+            for app, queue in (("spark-etl", "root.batch"), ("web-api", "root.service"))]))
+        await core.update_allocation(si.AllocationRequest(rm_id=RM, asks=[
+            si.AllocationAsk(allocation_key=f"{app}-task-{i}", application_id=app,
+                             resource_ask=si.Resource.of(memory=1_000, vcore=500),
+                             max_allocations=1)
+            for app in ("spark-etl", "web-api") for i in range(tasks)]))
+        await core.settle()
+        out.write(await _report(core, rm, "after scheduling"))
+        done = [a for a in rm.allocations if a.application_id == "spark-etl"]
+        await core.update_allocation(si.AllocationRequest(rm_id=RM, releases=si.AllocationReleasesRequest(
+            allocations_to_release=[
+                si.AllocationRelease(application_id="spark-etl", uuid=a.uuid,
+                                     termination_type=si.TerminationType.STOPPED_BY_RM)
+                for a in done])))
+        await core.settle()
+        await clock.advance(31)
+        out.write(await _report(core, rm, "after spark-etl finished (31 s later)"))
+
+
+async def _report(core: Core, rm: RecordingCallback, moment: str) -> str:
+    parts = [f"== {moment} ==\n"]
+    node_rows = []
+    for p in await core.get_partitions():
+        dump = await core.state_dump()
+        for part in dump["partitions"]:
+            if part["partition"]["name"] != p["name"]:
+                continue
+            for n in part["nodes"]:
+                node_rows.append((n["nodeID"], n["capacity"], n["allocated"], n["available"],
+                                  len(n["allocations"])))
+            apps = [*part["applications"], *part["terminatedApplications"]]
+            app_rows = [(a["applicationID"], a["queueName"], a["applicationState"],
+                         a["usedResource"], a["pendingResource"], len(a["allocations"]))
+                        for a in apps]
+            alloc_rows = [(al["allocationKey"], al["applicationId"], al["nodeId"], al["resource"])
+                          for a in part["applications"] for al in a["allocations"]]
+            queue_rows = []
+            stack = [part["queues"]]
+            while stack:
+                q = stack.pop()
+                queue_rows.append((q["queuename"], q["status"], q["maxResource"],
+                                   q["allocatedResource"], q["pendingResource"]))
+                stack.extend(reversed(q["children"]))
+    parts.append(table("Nodes", ("node", "capacity", "allocated", "available", "allocations"),
+                       node_rows))
+    parts.append(table("Applications", ("application", "queue", "state", "used", "pending",
+                                        "allocations"), app_rows))
+    parts.append(table("Allocations", ("ask", "application", "node", "resource"), alloc_rows))
+    parts.append(table("Queues", ("queue", "status", "max", "allocated", "pending"), queue_rows))
+    states = {a: " -> ".join(rm.app_states(a)) for a in ("spark-etl", "web-api")}
+    parts.append(table("Application states reported to the RM", ("application", "states"),
+                       sorted(states.items())))
+    return "\n".join(parts) + "\n"

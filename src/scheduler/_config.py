@@ -1,0 +1,883 @@
+"""The partition and queue configuration (YuniKorn v1.2 ``queues.yaml``).
+
+:func:`parse_config` turns the YAML text into frozen :class:`SchedulerConfig` objects and
+validates it the way yunikorn-core does (``pkg/common/configs/config.go`` and
+``configvalidator.go``, plus the checks YuniKorn performs when it builds queues and
+placement rules from the configuration). Every problem raises :class:`ConfigError` with the
+path of the offending YAML key (and its line) or the partition/queue it concerns.
+
+Parsing is strict, like YuniKorn's ``yaml.UnmarshalStrict``: unknown keys, duplicate keys
+and values of the wrong type are errors. Map values typed as strings in YuniKorn
+(resources, properties, ACLs, rule values) take the scalar's text, so ``vcore: 10`` and
+``vcore: "10"`` are the same. YAML merge keys (``<<``) and anchors work.
+
+Behaviour taken from YuniKorn (see the module's tests for each rule):
+
+* empty text loads :data:`DEFAULT_SCHEDULER_CONFIG`, YuniKorn core's built-in default
+  (``configs.DefaultSchedulerConfig``: partition ``default``, placement rule ``tag`` on
+  ``namespace`` with ``create: true``, queue ``root`` with ``submitacl: '*'``), with a
+  ``provided`` rule (``create: true``) before the tag rule so applications may name their
+  queue;
+* a partition without a name, or named ``default`` in any case, is ``default``; partition
+  names are unique case-insensitively;
+* ``queues`` is required; when the top level is not exactly one queue called ``root``
+  (any case) a ``root`` parent queue is inserted above the configured queues; ``root`` is
+  always a parent and may not set ``resources.guaranteed`` or ``resources.max``;
+* queue names match ``[a-zA-Z0-9_-]{1,64}`` and are unique among siblings ignoring case;
+  YuniKorn lowercases queue names when it creates the queues, and so does this parser;
+* a queue with child queues is a parent even without ``parent: true``;
+* ACLs have at most two space-separated fields (``"users groups"``);
+* resources: guaranteed fits in max (per type set in max); a child's max fits in its
+  parent's effective max; the children's guaranteed (a child without guaranteed counts its
+  own children's sum) fits in the parent's guaranteed and in the effective max;
+* ``maxapplications``: when a parent sets it, each child must set it too, no higher;
+* ``nodesortpolicy.type`` is ``fair`` (also when empty) or ``binpacking``, exactly;
+  resource weights may not be negative;
+* placement rules are ``provided``, ``user``, ``fixed``, ``tag`` (names case-insensitive);
+  ``fixed`` and ``tag`` need a ``value``; a fully qualified ``fixed`` value cannot have a
+  parent rule; filter types are ``allow``/``deny``/empty;
+* ``application.sort.policy`` is not validated: YuniKorn logs an unknown value and uses
+  ``fifo`` (see :attr:`QueueConfig.application_sort_policy`);
+* ``statedumpfilepath`` is accepted and ignored (deprecated since v1.2.0).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+from collections.abc import Iterator, Mapping
+from typing import Final, Literal
+
+import msgspec
+import yaml
+from yaml.constructor import SafeConstructor
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+from scheduler._errors import SchedulerError
+from scheduler._quantity import QuantityError, parse_resource_conf
+
+__all__ = [
+    "APPLICATION_SORT_POLICY",
+    "APPLICATION_SORT_PRIORITY",
+    "DEFAULT_PARTITION",
+    "DEFAULT_SCHEDULER_CONFIG",
+    "PLACEMENT_RULE_NAMES",
+    "PRIORITY_OFFSET",
+    "PRIORITY_POLICY",
+    "ROOT_QUEUE",
+    "ChildTemplate",
+    "ConfigError",
+    "Filter",
+    "Limit",
+    "NodeSortPolicy",
+    "PartitionConfig",
+    "PlacementRule",
+    "QueueConfig",
+    "SchedulerConfig",
+    "config_checksum",
+    "parse_config",
+    "queue_paths",
+]
+
+ROOT_QUEUE: Final = "root"
+DEFAULT_PARTITION: Final = "default"
+
+# Queue properties YuniKorn v1.2 understands (configvalidator.go constants).
+APPLICATION_SORT_POLICY: Final = "application.sort.policy"
+APPLICATION_SORT_PRIORITY: Final = "application.sort.priority"
+PRIORITY_POLICY: Final = "priority.policy"
+PRIORITY_OFFSET: Final = "priority.offset"
+
+#: Placement rules known to YuniKorn v1.2 (``pkg/scheduler/placement/rule.go``).
+PLACEMENT_RULE_NAMES: Final = ("provided", "user", "fixed", "tag")
+
+#: YuniKorn core's built-in configuration, used when no configuration text is given.
+# YuniKorn's default places by the ``namespace`` tag only, which a Kubernetes shim always
+# sets; an RM driving this core directly names its queue instead, so ``provided`` comes first.
+DEFAULT_SCHEDULER_CONFIG: Final = """
+partitions:
+  - name: default
+    placementrules:
+      - name: provided
+        create: true
+      - name: tag
+        value: namespace
+        create: true
+    queues:
+      - name: root
+        submitacl: '*'
+"""
+
+NodeSortType = Literal["fair", "binpacking"]
+SortPolicyName = Literal["fifo", "fair", "stateaware"]
+
+_APP_SORT_POLICIES: Final = frozenset({"fifo", "fair", "stateaware"})
+_DEFAULT_RESOURCE_WEIGHTS: Final = {"vcore": 1.0, "memory": 1.0}
+
+_QUEUE_NAME_RE: Final = re.compile(r"[a-zA-Z0-9_-]{1,64}")
+_USER_RE: Final = re.compile(r"[_a-zA-Z][a-zA-Z0-9_.@-]*[$]?")
+_GROUP_RE: Final = re.compile(r"[_a-zA-Z][a-zA-Z0-9_-]*")
+_SPECIAL_RE: Final = re.compile(r"[\^$*+?()\[{}|]")
+_RULE_NAME_RE: Final = re.compile(r"[_a-zA-Z][a-zA-Z0-9_]*")
+
+_UINT64_MAX: Final = (1 << 64) - 1
+
+
+class ConfigError(SchedulerError):
+    """An invalid ``queues.yaml``: the message names the key path or partition/queue."""
+
+
+# ============================================================================ the model
+class NodeSortPolicy(msgspec.Struct, frozen=True, kw_only=True):
+    """``nodesortpolicy`` of a partition."""
+
+    type: NodeSortType = "fair"
+    resource_weights: dict[str, float] = {}
+
+    @property
+    def weights(self) -> dict[str, float]:
+        """The weights in force: the configured ones, or vcore and memory at 1.0 if none."""
+        return dict(self.resource_weights or _DEFAULT_RESOURCE_WEIGHTS)
+
+
+class Filter(msgspec.Struct, frozen=True, kw_only=True):
+    """A placement rule's user/group filter; ``type`` is ``allow`` (also when empty) or ``deny``.
+
+    A list of exactly one entry that is not a plain user/group name is a regular expression.
+    """
+
+    type: Literal["allow", "deny"] = "allow"
+    users: tuple[str, ...] = ()
+    groups: tuple[str, ...] = ()
+
+
+class PlacementRule(msgspec.Struct, frozen=True, kw_only=True):
+    """One placement rule; ``name`` is lowercased, ``value`` too for ``fixed`` and ``tag``."""
+
+    name: str
+    create: bool = False
+    value: str = ""
+    parent: PlacementRule | None = None
+    filter: Filter = msgspec.field(default_factory=Filter)
+
+
+class Limit(msgspec.Struct, frozen=True, kw_only=True):
+    """A user/group limit (``limits`` entry) on a partition or queue."""
+
+    limit: str = ""
+    users: tuple[str, ...] = ()
+    groups: tuple[str, ...] = ()
+    max_resources: dict[str, int] = {}
+    max_applications: int = 0
+
+
+class ChildTemplate(msgspec.Struct, frozen=True, kw_only=True):
+    """``childtemplate``: settings for dynamic leaf queues created below a parent."""
+
+    max_applications: int = 0
+    properties: dict[str, str] = {}
+    max_resources: dict[str, int] = {}
+    guaranteed: dict[str, int] = {}
+
+
+class QueueConfig(msgspec.Struct, frozen=True, kw_only=True):
+    """One configured queue; ``name`` is lowercased, ``parent`` is true for queues with
+    children (and ``root``). Resource maps are in YuniKorn units (bytes, milli-vcores,
+    counts); a resource missing from ``max_resources`` is unlimited. Treat dicts as
+    read-only.
+    """
+
+    name: str
+    parent: bool = False
+    max_resources: dict[str, int] = {}
+    guaranteed: dict[str, int] = {}
+    properties: dict[str, str] = {}
+    submit_acl: str = ""
+    admin_acl: str = ""
+    max_applications: int = 0
+    queues: tuple[QueueConfig, ...] = ()
+    child_template: ChildTemplate | None = None
+    limits: tuple[Limit, ...] = ()
+
+    @property
+    def is_leaf(self) -> bool:
+        return not self.parent and not self.queues
+
+    @property
+    def application_sort_policy(self) -> SortPolicyName:
+        """The application sort policy YuniKorn would use for this queue.
+
+        Parent queues always sort fair; a leaf uses its ``application.sort.policy`` if it is
+        exactly ``fifo``, ``fair`` or ``stateaware``, otherwise (unset or unknown) ``fifo``.
+        """
+        if not self.is_leaf:
+            return "fair"
+        value = self.properties.get(APPLICATION_SORT_POLICY, "")
+        if value == "fair":
+            return "fair"
+        if value == "stateaware":
+            return "stateaware"
+        return "fifo"
+
+
+class PartitionConfig(msgspec.Struct, frozen=True, kw_only=True):
+    """One partition: its ``root`` queue, placement rules and policies."""
+
+    name: str
+    queue: QueueConfig
+    placement_rules: tuple[PlacementRule, ...] = ()
+    node_sort_policy: NodeSortPolicy = msgspec.field(default_factory=NodeSortPolicy)
+    preemption_enabled: bool = False
+    limits: tuple[Limit, ...] = ()
+    state_dump_file_path: str = ""
+
+
+class SchedulerConfig(msgspec.Struct, frozen=True, kw_only=True):
+    """A validated configuration and YuniKorn's checksum of its text."""
+
+    partitions: tuple[PartitionConfig, ...]
+    checksum: str
+
+    def partition(self, name: str) -> PartitionConfig | None:
+        """The partition called ``name`` (case-insensitive), or ``None``."""
+        wanted = name.lower()
+        for partition in self.partitions:
+            if partition.name.lower() == wanted:
+                return partition
+        return None
+
+
+# ============================================================================ public API
+def parse_config(text: str) -> SchedulerConfig:
+    """Parse and validate ``queues.yaml`` text.
+
+    Empty (or whitespace-only) text gives YuniKorn's built-in default configuration,
+    :data:`DEFAULT_SCHEDULER_CONFIG`, whose checksum is then the checksum of that text.
+    Raises :class:`ConfigError` for anything YuniKorn v1.2 would reject.
+    """
+    source = text if text.strip() else DEFAULT_SCHEDULER_CONFIG
+    try:
+        document = yaml.compose(source, Loader=yaml.SafeLoader)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"invalid YAML: {exc}") from None
+    if document is None:
+        raise ConfigError("at least one partition must be defined (the configuration is empty)")
+    top = _mapping(document, "", _SCHEDULER_KEYS)
+    _str(top.get("checksum"), "checksum")  # YuniKorn allows the key; the value is recomputed
+    partition_nodes = _seq(top.get("partitions"), "partitions")
+    if not partition_nodes:
+        raise ConfigError("at least one partition must be defined (key 'partitions')")
+    partitions: list[PartitionConfig] = []
+    seen: set[str] = set()
+    for index, node in enumerate(partition_nodes):
+        partition = _Parser().partition(node, index)
+        if partition.name.lower() in seen:
+            raise _fail(
+                f"partitions[{index}]",
+                node,
+                f"duplicate partition name found with name {partition.name!r} "
+                "(partition names are case-insensitive)",
+            )
+        seen.add(partition.name.lower())
+        partitions.append(partition)
+    return SchedulerConfig(partitions=tuple(partitions), checksum=config_checksum(source))
+
+
+def config_checksum(text: str) -> str:
+    """YuniKorn's configuration checksum: upper-case hex SHA-256 of ``text`` without any
+    ``checksum: <value>`` entry it carries (``configs.SetChecksum``)."""
+    marker = "checksum: "
+    if marker in text:
+        entry = (marker + text.split(marker)[1]).rstrip("\n")[: len(marker) + 64]
+        text = text.replace(entry, "")
+    return hashlib.sha256(text.encode()).hexdigest().upper()
+
+
+def queue_paths(partition: PartitionConfig) -> dict[str, QueueConfig]:
+    """Every configured queue of ``partition`` by full dotted path (``root``, ``root.a.b``),
+    parents before their children."""
+    out: dict[str, QueueConfig] = {}
+    for path, queue in _walk(partition.queue, partition.queue.name):
+        out[path] = queue
+    return out
+
+
+def _walk(queue: QueueConfig, path: str) -> Iterator[tuple[str, QueueConfig]]:
+    yield path, queue
+    for child in queue.queues:
+        yield from _walk(child, f"{path}.{child.name}")
+
+
+# ============================================================================ YAML access
+_SCHEDULER_KEYS: Final = frozenset({"partitions", "checksum"})
+_PARTITION_KEYS: Final = frozenset(
+    {
+        "name",
+        "queues",
+        "placementrules",
+        "limits",
+        "preemption",
+        "nodesortpolicy",
+        "statedumpfilepath",
+    }
+)
+_QUEUE_KEYS: Final = frozenset(
+    {
+        "name",
+        "parent",
+        "resources",
+        "maxapplications",
+        "properties",
+        "adminacl",
+        "submitacl",
+        "childtemplate",
+        "queues",
+        "limits",
+    }
+)
+_RESOURCES_KEYS: Final = frozenset({"guaranteed", "max"})
+_TEMPLATE_KEYS: Final = frozenset({"maxapplications", "properties", "resources"})
+_RULE_KEYS: Final = frozenset({"name", "create", "filter", "parent", "value"})
+_FILTER_KEYS: Final = frozenset({"type", "users", "groups"})
+_LIMIT_KEYS: Final = frozenset({"limit", "users", "groups", "maxresources", "maxapplications"})
+_NODESORT_KEYS: Final = frozenset({"type", "resourceweights"})
+_PREEMPTION_KEYS: Final = frozenset({"enabled"})
+
+_TAG_NULL: Final = "tag:yaml.org,2002:null"
+_TAG_BOOL: Final = "tag:yaml.org,2002:bool"
+_TAG_INT: Final = "tag:yaml.org,2002:int"
+_TAG_FLOAT: Final = "tag:yaml.org,2002:float"
+_TAG_MERGE: Final = "tag:yaml.org,2002:merge"
+
+_CONSTRUCTOR: Final = SafeConstructor()
+
+
+def _fail(path: str, node: Node | None, message: str) -> ConfigError:
+    where = f"{path}: " if path else ""
+    if node is not None and node.start_mark is not None:
+        mark = node.start_mark
+        return ConfigError(f"{where}{message} (line {mark.line + 1}, column {mark.column + 1})")
+    return ConfigError(f"{where}{message}")
+
+
+def _join(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key
+
+
+def _is_null(node: Node | None) -> bool:
+    return node is None or (isinstance(node, ScalarNode) and node.tag == _TAG_NULL)
+
+
+def _pairs(node: MappingNode, path: str) -> dict[str, tuple[Node, Node]]:
+    """The key/value nodes of a mapping, merge keys resolved, duplicate keys rejected."""
+    explicit: dict[str, tuple[Node, Node]] = {}
+    merged: dict[str, tuple[Node, Node]] = {}
+    for key_node, value_node in node.value:
+        if key_node.tag == _TAG_MERGE:
+            sources = value_node.value if isinstance(value_node, SequenceNode) else [value_node]
+            for source in sources:
+                if not isinstance(source, MappingNode):
+                    raise _fail(path, source, "a merge key ('<<') must refer to a mapping")
+                for key, pair in _pairs(source, path).items():
+                    merged.setdefault(key, pair)
+            continue
+        if not isinstance(key_node, ScalarNode) or _is_null(key_node):
+            raise _fail(path, key_node, "mapping keys must be strings")
+        key = key_node.value
+        if key in explicit:
+            raise _fail(_join(path, key), key_node, f"duplicate key {key!r}")
+        explicit[key] = (key_node, value_node)
+    for key, pair in merged.items():
+        explicit.setdefault(key, pair)
+    return explicit
+
+
+def _mapping(node: Node | None, path: str, allowed: frozenset[str]) -> dict[str, Node]:
+    """A struct-like mapping: only ``allowed`` keys; null is an empty mapping."""
+    if node is None or _is_null(node):
+        return {}
+    if not isinstance(node, MappingNode):
+        raise _fail(path, node, "expected a mapping")
+    out: dict[str, Node] = {}
+    for key, (key_node, value_node) in _pairs(node, path).items():
+        if key not in allowed:
+            raise _fail(
+                _join(path, key),
+                key_node,
+                f"unknown key {key!r} (allowed: {', '.join(sorted(allowed))})",
+            )
+        out[key] = value_node
+    return out
+
+
+def _seq(node: Node | None, path: str) -> list[Node]:
+    if node is None or _is_null(node):
+        return []
+    if not isinstance(node, SequenceNode):
+        raise _fail(path, node, "expected a list")
+    return list(node.value)
+
+
+def _str(node: Node | None, path: str) -> str:
+    if node is None or _is_null(node):
+        return ""
+    if not isinstance(node, ScalarNode):
+        raise _fail(path, node, "expected a string")
+    return str(node.value)
+
+
+def _bool(node: Node | None, path: str) -> bool:
+    if node is None or _is_null(node):
+        return False
+    if not isinstance(node, ScalarNode) or node.tag != _TAG_BOOL:
+        raise _fail(path, node, "expected true or false")
+    return bool(_CONSTRUCTOR.construct_yaml_bool(node))
+
+
+def _uint(node: Node | None, path: str) -> int:
+    if node is None or _is_null(node):
+        return 0
+    if isinstance(node, ScalarNode) and node.tag == _TAG_INT:
+        value = int(_CONSTRUCTOR.construct_yaml_int(node))
+        if 0 <= value <= _UINT64_MAX:
+            return value
+    raise _fail(path, node, "expected a non-negative integer")
+
+
+def _float(node: Node | None, path: str) -> float:
+    if node is None or _is_null(node):
+        return 0.0
+    if isinstance(node, ScalarNode) and node.tag in (_TAG_INT, _TAG_FLOAT):
+        value = float(_CONSTRUCTOR.construct_yaml_float(node))
+        if math.isfinite(value):
+            return value
+    raise _fail(path, node, "expected a number")
+
+
+def _str_list(node: Node | None, path: str) -> tuple[str, ...]:
+    return tuple(_str(item, f"{path}[{i}]") for i, item in enumerate(_seq(node, path)))
+
+
+def _str_map(node: Node | None, path: str) -> dict[str, str]:
+    if node is None or _is_null(node):
+        return {}
+    if not isinstance(node, MappingNode):
+        raise _fail(path, node, "expected a mapping")
+    return {
+        key: _str(value_node, _join(path, key))
+        for key, (_, value_node) in _pairs(node, path).items()
+    }
+
+
+def _resources(node: Node | None, path: str) -> dict[str, int]:
+    if node is None or _is_null(node):
+        return {}
+    if not isinstance(node, MappingNode):
+        raise _fail(path, node, "expected a mapping of resource name to quantity")
+    out: dict[str, int] = {}
+    for key, (_, value_node) in _pairs(node, path).items():
+        if not isinstance(value_node, ScalarNode):
+            raise _fail(_join(path, key), value_node, f"resource {key!r}: expected a quantity")
+        try:
+            out.update(parse_resource_conf({key: str(value_node.value)}))
+        except QuantityError as exc:
+            raise _fail(_join(path, key), value_node, str(exc)) from None
+    return out
+
+
+def _peek_name(node: Node) -> str | None:
+    """The ``name`` of a mapping node, for readable paths, without validating anything."""
+    if isinstance(node, MappingNode):
+        for key_node, value_node in node.value:
+            if (
+                isinstance(key_node, ScalarNode)
+                and key_node.value == "name"
+                and isinstance(value_node, ScalarNode)
+                and not _is_null(value_node)
+            ):
+                return str(value_node.value)
+    return None
+
+
+def _fmt(res: Mapping[str, int]) -> str:
+    return "{" + ", ".join(f"{k}: {v}" for k, v in sorted(res.items())) + "}"
+
+
+# ============================================================================ parsing
+class _Parser:
+    """Builds one partition; ``self.where`` names the partition in validation messages."""
+
+    def __init__(self) -> None:
+        self.where = "partition"
+
+    def partition(self, node: Node, index: int) -> PartitionConfig:
+        peeked = _peek_name(node)
+        name = peeked if peeked and peeked.lower() != DEFAULT_PARTITION else DEFAULT_PARTITION
+        path = f"partitions[{name if peeked is not None else index}]"
+        self.where = f"partition {name!r}"
+        m = _mapping(node, path, _PARTITION_KEYS)
+        _str(m.get("name"), _join(path, "name"))
+        if _is_null(m.get("queues")):
+            raise _fail(path, node, f"{self.where}: queue config is not set (key 'queues')")
+        root = self._root(_seq(m.get("queues"), _join(path, "queues")), _join(path, "queues"))
+        self._check_resources(root, None, root.name)
+        rules = tuple(
+            self._rule(rule_node, f"{path}.placementrules[{i}]")
+            for i, rule_node in enumerate(_seq(m.get("placementrules"), f"{path}.placementrules"))
+        )
+        limits = self._limits(m.get("limits"), _join(path, "limits"), self.where)
+        node_sort = self._node_sort(m.get("nodesortpolicy"), _join(path, "nodesortpolicy"))
+        preemption = _mapping(m.get("preemption"), _join(path, "preemption"), _PREEMPTION_KEYS)
+        enabled = _bool(preemption.get("enabled"), _join(path, "preemption.enabled"))
+        state_dump = _str(m.get("statedumpfilepath"), _join(path, "statedumpfilepath"))
+        self._check_max_apps(root, root.name)
+        return PartitionConfig(
+            name=name,
+            queue=root,
+            placement_rules=rules,
+            node_sort_policy=node_sort,
+            preemption_enabled=enabled,
+            limits=limits,
+            state_dump_file_path=state_dump,
+        )
+
+    # ------------------------------------------------------------------------ queues
+    def _root(self, nodes: list[Node], path: str) -> QueueConfig:
+        names = [_peek_name(node) for node in nodes]
+        if len(nodes) == 1 and (names[0] or "").lower() == ROOT_QUEUE:
+            return self._queue(nodes[0], path, 0, parent_path=None)
+        # YuniKorn inserts a root parent above zero, several or a non-root top-level queue
+        children = self._children(nodes, path, ROOT_QUEUE)
+        return QueueConfig(name=ROOT_QUEUE, parent=True, queues=children)
+
+    def _children(self, nodes: list[Node], path: str, parent_path: str) -> tuple[QueueConfig, ...]:
+        seen: dict[str, str] = {}
+        children: list[QueueConfig] = []
+        for index, node in enumerate(nodes):
+            original = _peek_name(node) or ""
+            lowered = original.lower()
+            if lowered in seen:
+                raise _fail(
+                    path,
+                    node,
+                    f"{self.where}: duplicate queue name {original!r} under queue "
+                    f"{parent_path!r} (names are compared ignoring case; "
+                    f"{seen[lowered]!r} is already defined)",
+                )
+            child = self._queue(node, path, index, parent_path=parent_path)
+            seen[lowered] = original
+            children.append(child)
+        return tuple(children)
+
+    def _queue(
+        self, node: Node, list_path: str, index: int, parent_path: str | None
+    ) -> QueueConfig:
+        peeked = _peek_name(node)
+        path = f"{list_path}[{peeked if peeked is not None else index}]"
+        m = _mapping(node, path, _QUEUE_KEYS)
+        raw_name = _str(m.get("name"), _join(path, "name"))
+        is_root = parent_path is None
+        if not is_root and not _QUEUE_NAME_RE.fullmatch(raw_name):
+            raise _fail(
+                _join(path, "name"),
+                m.get("name", node),
+                f"{self.where}: invalid queue name {raw_name!r} under queue {parent_path!r}: "
+                "a name must only have alphanumeric characters, - or _, "
+                "and be 1 to 64 characters long",
+            )
+        name = raw_name.lower()
+        queue_path = name if parent_path is None else f"{parent_path}.{name}"
+        where = f"{self.where}, queue {queue_path!r}"
+
+        res_path = _join(path, "resources")
+        res = _mapping(m.get("resources"), res_path, _RESOURCES_KEYS)
+        if is_root and not (_is_null(res.get("guaranteed")) and _is_null(res.get("max"))):
+            raise _fail(
+                res_path,
+                m["resources"],
+                f"{where}: root queue must not have resource "
+                "limits set (resources.guaranteed / resources.max)",
+            )
+        guaranteed = _resources(res.get("guaranteed"), _join(res_path, "guaranteed"))
+        max_resources = _resources(res.get("max"), _join(res_path, "max"))
+
+        acls: dict[str, str] = {}
+        for key in ("submitacl", "adminacl"):
+            acl = _str(m.get(key), _join(path, key))
+            if len(acl.split()) > 2:
+                raise _fail(
+                    _join(path, key),
+                    m.get(key),
+                    f"{where}: invalid {key} {acl!r}: an ACL is 'users groups', multiple "
+                    "spaces found",
+                )
+            acls[key] = acl
+
+        children = self._children(
+            _seq(m.get("queues"), _join(path, "queues")), _join(path, "queues"), queue_path
+        )
+        return QueueConfig(
+            name=name,
+            parent=is_root or bool(children) or _bool(m.get("parent"), _join(path, "parent")),
+            max_resources=max_resources,
+            guaranteed=guaranteed,
+            properties=_str_map(m.get("properties"), _join(path, "properties")),
+            submit_acl=acls["submitacl"],
+            admin_acl=acls["adminacl"],
+            max_applications=_uint(m.get("maxapplications"), _join(path, "maxapplications")),
+            queues=children,
+            child_template=self._template(m.get("childtemplate"), _join(path, "childtemplate")),
+            limits=self._limits(m.get("limits"), _join(path, "limits"), where),
+        )
+
+    def _template(self, node: Node | None, path: str) -> ChildTemplate | None:
+        m = _mapping(node, path, _TEMPLATE_KEYS)
+        res_path = _join(path, "resources")
+        res = _mapping(m.get("resources"), res_path, _RESOURCES_KEYS)
+        template = ChildTemplate(
+            max_applications=_uint(m.get("maxapplications"), _join(path, "maxapplications")),
+            properties=_str_map(m.get("properties"), _join(path, "properties")),
+            max_resources=_resources(res.get("max"), _join(res_path, "max")),
+            guaranteed=_resources(res.get("guaranteed"), _join(res_path, "guaranteed")),
+        )
+        if template == ChildTemplate():
+            return None  # YuniKorn treats an empty template as no template
+        return template
+
+    # ------------------------------------------------------------------------ resources
+    def _check_resources(
+        self, queue: QueueConfig, parent_max: dict[str, int] | None, path: str
+    ) -> dict[str, int]:
+        """YuniKorn's ``checkQueueResource``; returns the guaranteed the queue claims."""
+        where = f"{self.where}, queue {path!r}"
+        guaranteed, max_res = queue.guaranteed, queue.max_resources
+        if not _fits_under_max(max_res, guaranteed):
+            raise ConfigError(
+                f"{where}: guaranteed resource {_fmt(guaranteed)} is larger than maximum "
+                f"resource {_fmt(max_res)}"
+            )
+        if parent_max is not None and not _fits_under_max(parent_max, max_res):
+            raise ConfigError(
+                f"{where}: maximum resource {_fmt(max_res)} is larger than the maximum "
+                f"resource {_fmt(parent_max)} of its parent"
+            )
+        effective_max = _min_permissive(max_res, parent_max or {})
+        children_guaranteed: dict[str, int] = {}
+        for child in queue.queues:
+            claimed = self._check_resources(child, effective_max, f"{path}.{child.name}")
+            for key, value in claimed.items():
+                children_guaranteed[key] = children_guaranteed.get(key, 0) + value
+        if not _is_zero(guaranteed) and not _fits_under_max(guaranteed, children_guaranteed):
+            raise ConfigError(
+                f"{where}: guaranteed resource {_fmt(guaranteed)} is smaller than the sum of "
+                f"the children's guaranteed resources {_fmt(children_guaranteed)}"
+            )
+        if not _fits_under_max(effective_max, children_guaranteed):
+            raise ConfigError(
+                f"{where}: maximum resource {_fmt(effective_max)} is smaller than the sum of "
+                f"the children's guaranteed resources {_fmt(children_guaranteed)}"
+            )
+        return children_guaranteed if _is_zero(guaranteed) else guaranteed
+
+    def _check_max_apps(self, queue: QueueConfig, path: str) -> None:
+        """YuniKorn's ``checkQueueMaxApplications``: below a parent that sets
+        ``maxapplications`` every child sets it too, no higher than the parent."""
+        for child in queue.queues:
+            child_path = f"{path}.{child.name}"
+            limit = queue.max_applications
+            if limit and (child.max_applications == 0 or child.max_applications > limit):
+                shown = child.max_applications or "unset (unlimited)"
+                raise ConfigError(
+                    f"{self.where}, queue {child_path!r}: maxapplications {shown} must be set "
+                    f"and not larger than the parent {path!r} maxapplications {limit}"
+                )
+            self._check_max_apps(child, child_path)
+
+    # ------------------------------------------------------------------------ limits
+    def _limits(self, node: Node | None, path: str, where: str) -> tuple[Limit, ...]:
+        """YuniKorn's ``checkLimits`` for a partition's or a queue's ``limits`` list."""
+        limits: list[Limit] = []
+        wildcard_user = wildcard_group = -1
+        for index, item in enumerate(_seq(node, path)):
+            item_path = f"{path}[{index}]"
+            m = _mapping(item, item_path, _LIMIT_KEYS)
+            limit = Limit(
+                limit=_str(m.get("limit"), _join(item_path, "limit")),
+                users=_str_list(m.get("users"), _join(item_path, "users")),
+                groups=_str_list(m.get("groups"), _join(item_path, "groups")),
+                max_resources=_resources(m.get("maxresources"), _join(item_path, "maxresources")),
+                max_applications=_uint(
+                    m.get("maxapplications"), _join(item_path, "maxapplications")
+                ),
+            )
+            if not limit.users and not limit.groups:
+                raise _fail(
+                    item_path,
+                    item,
+                    f"{where}: limit {limit.limit!r} has empty user and group lists",
+                )
+            for kind, names, pattern in (
+                ("user", limit.users, _USER_RE),
+                ("group", limit.groups, _GROUP_RE),
+            ):
+                for name in names:
+                    if name != "*" and not pattern.fullmatch(name):
+                        raise _fail(item_path, item, f"{where}: invalid limit {kind} name {name!r}")
+                    wildcard = wildcard_user if kind == "user" else wildcard_group
+                    if wildcard != -1 and index > wildcard:
+                        raise _fail(
+                            item_path,
+                            item,
+                            f"{where}: {kind} {name!r} is set after "
+                            f"the wildcard {kind} limit; the wildcard must come last",
+                        )
+                    if name == "*":
+                        if kind == "user":
+                            wildcard_user = index
+                        else:
+                            wildcard_group = index
+            if limit.max_applications == 0 and _is_zero(limit.max_resources):
+                raise _fail(
+                    item_path,
+                    item,
+                    f"{where}: limit {limit.limit!r} sets neither "
+                    "maxapplications nor a non-zero maxresources",
+                )
+            limits.append(limit)
+        return tuple(limits)
+
+    # ------------------------------------------------------------------------ policies
+    def _node_sort(self, node: Node | None, path: str) -> NodeSortPolicy:
+        m = _mapping(node, path, _NODESORT_KEYS)
+        kind = _str(m.get("type"), _join(path, "type"))
+        if kind not in ("", "fair", "binpacking"):
+            raise _fail(
+                _join(path, "type"),
+                m.get("type"),
+                f"{self.where}: undefined node sort policy {kind!r} (expected fair or binpacking)",
+            )
+        weights_path = _join(path, "resourceweights")
+        weights_node = m.get("resourceweights")
+        weights: dict[str, float] = {}
+        if not _is_null(weights_node):
+            if not isinstance(weights_node, MappingNode):
+                raise _fail(weights_path, weights_node, "expected a mapping")
+            for key, (_, value_node) in _pairs(weights_node, weights_path).items():
+                weight = _float(value_node, _join(weights_path, key))
+                if weight < 0:
+                    raise _fail(
+                        _join(weights_path, key),
+                        value_node,
+                        f"{self.where}: negative resource weight {weight} for {key!r} "
+                        "is not allowed",
+                    )
+                weights[key] = weight
+        return NodeSortPolicy(
+            type="binpacking" if kind == "binpacking" else "fair", resource_weights=weights
+        )
+
+    # ------------------------------------------------------------------------ placement
+    def _rule(self, node: Node, path: str) -> PlacementRule:
+        m = _mapping(node, path, _RULE_KEYS)
+        raw_name = _str(m.get("name"), _join(path, "name"))
+        if not _RULE_NAME_RE.fullmatch(raw_name):
+            raise _fail(
+                _join(path, "name"),
+                m.get("name", node),
+                f"{self.where}: invalid placement rule name {raw_name!r}, a name must "
+                "be a valid identifier",
+            )
+        name = raw_name.lower()
+        if name not in PLACEMENT_RULE_NAMES:
+            raise _fail(
+                _join(path, "name"),
+                m.get("name"),
+                f"{self.where}: unknown placement rule {raw_name!r} (expected one of "
+                f"{', '.join(PLACEMENT_RULE_NAMES)})",
+            )
+        value = _str(m.get("value"), _join(path, "value"))
+        parent = (
+            None if _is_null(m.get("parent")) else self._rule(m["parent"], _join(path, "parent"))
+        )
+        if name in ("fixed", "tag"):
+            value = value.lower()
+            if not value:
+                raise _fail(
+                    path, node, f"{self.where}: a {name!r} placement rule must have a value set"
+                )
+        if name == "fixed":
+            parts = value.split(".")
+            for part in parts:
+                if not _QUEUE_NAME_RE.fullmatch(part):
+                    raise _fail(
+                        _join(path, "value"),
+                        m.get("value"),
+                        f"{self.where}: 'fixed' placement rule value {value!r} has an "
+                        f"invalid queue name {part!r}",
+                    )
+            if parts[0] == ROOT_QUEUE and parent is not None:
+                raise _fail(
+                    path,
+                    node,
+                    f"{self.where}: a 'fixed' placement rule with the fully "
+                    f"qualified queue {value!r} cannot have a parent rule",
+                )
+        return PlacementRule(
+            name=name,
+            create=_bool(m.get("create"), _join(path, "create")),
+            value=value,
+            parent=parent,
+            filter=self._filter(m.get("filter"), _join(path, "filter")),
+        )
+
+    def _filter(self, node: Node | None, path: str) -> Filter:
+        m = _mapping(node, path, _FILTER_KEYS)
+        kind = _str(m.get("type"), _join(path, "type"))
+        if kind.lower() not in ("", "allow", "deny"):
+            raise _fail(
+                _join(path, "type"),
+                m.get("type"),
+                f"{self.where}: invalid placement rule filter type {kind!r}, "
+                "must be either '', allow or deny",
+            )
+        users = _str_list(m.get("users"), _join(path, "users"))
+        groups = _str_list(m.get("groups"), _join(path, "groups"))
+        for key, entries, pattern in (("users", users, _USER_RE), ("groups", groups, _GROUP_RE)):
+            # a single entry that is not a plain name must be a regular expression
+            if len(entries) == 1 and not pattern.fullmatch(entries[0]):
+                entry = entries[0]
+                try:
+                    re.compile(entry)
+                    valid = _SPECIAL_RE.search(entry) is not None
+                except re.error:
+                    valid = False
+                if not valid:
+                    raise _fail(
+                        _join(path, key),
+                        m.get(key),
+                        f"{self.where}: invalid placement rule filter {key} {entry!r}: "
+                        "not a name nor a regular expression",
+                    )
+        return Filter(
+            type="deny" if kind.lower() == "deny" else "allow", users=users, groups=groups
+        )
+
+
+# ============================================================================ resource maths
+def _fits_under_max(max_res: Mapping[str, int], res: Mapping[str, int]) -> bool:
+    """YuniKorn's ``FitInMaxUndef``: a type missing from ``max_res`` is unlimited."""
+    return all(value <= max_res[key] for key, value in res.items() if key in max_res)
+
+
+def _min_permissive(left: Mapping[str, int], right: Mapping[str, int]) -> dict[str, int]:
+    """YuniKorn's ``ComponentWiseMinPermissive``: per type the lower value, a type set on one
+    side only keeps that side's value."""
+    out = dict(left)
+    for key, value in right.items():
+        out[key] = min(out[key], value) if key in out else value
+    return out
+
+
+def _is_zero(res: Mapping[str, int]) -> bool:
+    return not any(res.values())

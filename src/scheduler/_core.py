@@ -1,0 +1,270 @@
+"""The core: RM registration, the SI entry points, queries, and ``start_scheduler``."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from loguru import logger
+
+from actors import ActorDeadError, ActorRef, ActorSystem, Clock, SystemClock
+from scheduler import si
+from scheduler._callback import ResourceManagerCallback
+from scheduler._config import SchedulerConfig, parse_config
+from scheduler._core_actors import CallbackActor, PartitionActor
+from scheduler._errors import NotFoundError, SchedulerError
+from scheduler._events import ConfigUpdated, Query
+from scheduler._partition import Timeouts
+from scheduler._proxy import RMProxy, RMRecord, check_rm_id
+
+__all__ = ["Core", "start_scheduler"]
+
+_CALLBACK_METHODS = (
+    "update_allocation",
+    "update_application",
+    "update_node",
+    "predicates",
+    "send_event",
+    "update_container_scheduling_state",
+)
+
+
+class _Registration:
+    """An RM's actors: its callback actor and one partition actor per partition."""
+
+    def __init__(self, record: RMRecord, actors: dict[str, PartitionActor],
+                 config: SchedulerConfig) -> None:
+        self.record = record
+        self.actors = actors
+        self.config = config
+
+
+class Core:
+    """The scheduler core, as ``start_scheduler()`` yields it. See the contract README."""
+
+    def __init__(self, system: ActorSystem, *, timeouts: Timeouts | None = None) -> None:
+        self.system = system
+        self.timeouts = timeouts or Timeouts()
+        self.proxy = RMProxy()
+        self._registrations: dict[str, _Registration] = {}
+        self._generation = 0
+
+    @property
+    def clock(self) -> Clock:
+        return self.system.clock
+
+    # ====================================================================== registration
+    async def register_resource_manager(
+        self, request: si.RegisterResourceManagerRequest, callback: ResourceManagerCallback
+    ) -> si.RegisterResourceManagerResponse:
+        """Register an RM; registering an ``rm_id`` again drops all state of that RM.
+
+        Raises:
+            SchedulerError: malformed request, a callback without the SI methods, invalid
+                configuration, or a partition another RM already owns.
+        """
+        if type(request) is not si.RegisterResourceManagerRequest:
+            raise SchedulerError(
+                f"expected si.RegisterResourceManagerRequest, got {type(request).__name__}")
+        rm_id = check_rm_id(request.rm_id)
+        missing = [m for m in _CALLBACK_METHODS if not callable(getattr(callback, m, None))]
+        if missing:
+            raise SchedulerError(f"callback lacks {', '.join(missing)}")
+        config = parse_config(_config_text(request.config))
+        for other, reg in self._registrations.items():
+            if other == rm_id:
+                continue
+            taken = {p.name for p in config.partitions} & set(reg.actors)
+            if taken:
+                raise SchedulerError(
+                    f"partition {sorted(taken)[0]!r} belongs to resource manager {other!r}")
+        old = self._registrations.pop(rm_id, None)
+        if old is not None:
+            logger.bind(rm_id=rm_id).info("resource manager registers again: state dropped")
+            self.proxy.rms.pop(rm_id, None)
+            await self._teardown(old)
+        self._registrations[rm_id] = self._start_rm(rm_id, callback, config)
+        logger.bind(rm_id=rm_id).info(
+            "resource manager registered with partitions {}", [p.name for p in config.partitions])
+        return si.RegisterResourceManagerResponse()
+
+    def _start_rm(self, rm_id: str, callback: ResourceManagerCallback,
+                  config: SchedulerConfig) -> _Registration:
+        self._generation += 1
+        gen = self._generation
+        callback_ref = self.system.spawn(CallbackActor(rm_id, callback),
+                                         name=f"rm:{rm_id}#{gen}/callback")
+        actors: dict[str, PartitionActor] = {}
+        refs: dict[str, ActorRef] = {}
+        for pconf in config.partitions:
+            actor, ref = self._spawn_partition(rm_id, gen, pconf, callback_ref)
+            actors[pconf.name] = actor
+            refs[pconf.name] = ref
+        record = RMRecord(rm_id, callback_ref, refs)
+        self.proxy.rms[rm_id] = record
+        return _Registration(record, actors, config)
+
+    def _spawn_partition(self, rm_id: str, gen: int, pconf: Any,
+                         callback_ref: ActorRef) -> tuple[PartitionActor, ActorRef]:
+        name = f"rm:{rm_id}#{gen}/partition:{pconf.name}"
+        dispatcher = self.system.dispatcher(name)
+        actor = PartitionActor(pconf, rm_id=rm_id, callback=callback_ref,
+                               dispatcher=dispatcher, timeouts=self.timeouts)
+        ref = self.system.spawn(actor, name=name, dispatcher=dispatcher)
+        return actor, ref
+
+    async def _teardown(self, reg: _Registration) -> None:
+        for actor in reg.actors.values():
+            for ref in [*actor.app_refs.values(), *actor.queue_refs.values(), actor.actor_ref]:
+                if ref.alive:
+                    ref.stop()
+        if reg.record.callback.alive:
+            reg.record.callback.stop()
+
+    # ============================================================================ updates
+    async def update_node(self, request: si.NodeRequest) -> None:
+        """Add, update, drain or remove nodes; outcomes arrive through the callback."""
+        self.proxy.update_node(request)
+
+    async def update_application(self, request: si.ApplicationRequest) -> None:
+        """Add or remove applications; outcomes arrive through the callback."""
+        self.proxy.update_application(request)
+
+    async def update_allocation(self, request: si.AllocationRequest) -> None:
+        """Add, update or release asks and release allocations."""
+        self.proxy.update_allocation(request)
+
+    async def update_configuration(self, request: si.UpdateConfigurationRequest) -> None:
+        """Replace the RM's queue configuration; the old one stays if the new is invalid.
+
+        Raises:
+            SchedulerError: malformed request, unknown RM, or invalid configuration.
+        """
+        if type(request) is not si.UpdateConfigurationRequest:
+            raise SchedulerError(
+                f"expected si.UpdateConfigurationRequest, got {type(request).__name__}")
+        rm_id = check_rm_id(request.rm_id)
+        reg = self._registrations.get(rm_id)
+        if reg is None:
+            raise SchedulerError(f"resource manager {rm_id!r} is not registered")
+        config = parse_config(_config_text(request.config))
+        new_names = {p.name for p in config.partitions}
+        for name in set(reg.actors) - new_names:
+            info = await self._ask(reg.record.partitions[name], Query(kind="partition"))
+            if info["totalNodes"] or info["applications"]["total"]:
+                raise SchedulerError(
+                    f"partition {name!r} still has nodes or applications and cannot be removed")
+        for other, oreg in self._registrations.items():
+            if other != rm_id and new_names & set(oreg.actors):
+                raise SchedulerError(f"a partition of the new configuration belongs to {other!r}")
+        for pconf in config.partitions:  # check everything before changing anything
+            ref = reg.record.partitions.get(pconf.name)
+            if ref is not None:
+                await self._ask(ref, ConfigUpdated(config=pconf, dry_run=True))
+        for pconf in config.partitions:
+            ref = reg.record.partitions.get(pconf.name)
+            if ref is not None:
+                await self._ask(ref, ConfigUpdated(config=pconf))
+            else:
+                self._generation += 1
+                actor, ref = self._spawn_partition(rm_id, self._generation, pconf,
+                                                   reg.record.callback)
+                reg.actors[pconf.name] = actor
+                reg.record.partitions[pconf.name] = ref
+        for name in set(reg.actors) - new_names:
+            actor = reg.actors.pop(name)
+            reg.record.partitions.pop(name)
+            for ref in [*actor.app_refs.values(), *actor.queue_refs.values(), actor.actor_ref]:
+                ref.stop()
+        reg.config = config
+
+    # =========================================================================== queries
+    async def settle(self) -> None:
+        """Return once everything sent so far, and all it caused, has been processed."""
+        await self.system.settle()
+
+    def _partition_ref(self, partition: str) -> ActorRef:
+        if not isinstance(partition, str):
+            raise SchedulerError(f"partition name must be a string, got {partition!r}")
+        for reg in self._registrations.values():
+            ref = reg.record.partitions.get(partition or "default")
+            if ref is not None:
+                return ref
+        raise NotFoundError(f"partition {partition!r} not found")
+
+    async def _ask(self, ref: ActorRef, query: Any) -> Any:
+        try:
+            return await ref.ask(query)
+        except ActorDeadError:
+            raise SchedulerError("the scheduler core has stopped") from None
+
+    async def get_partitions(self) -> list[dict[str, Any]]:
+        """Every partition, as ``GET /ws/v1/partitions`` shows it."""
+        refs = [ref for reg in self._registrations.values()
+                for ref in reg.record.partitions.values()]
+        return [await self._ask(ref, Query(kind="partition")) for ref in refs]
+
+    async def get_queue(self, partition: str, queue_path: str) -> dict[str, Any]:
+        """One queue with its children, as ``GET /ws/v1/partition/{p}/queue/{q}``."""
+        return await self._ask(self._partition_ref(partition), Query(kind="queue",
+                                                                     key=str(queue_path)))
+
+    async def get_application(self, partition: str, application_id: str) -> dict[str, Any]:
+        """One application in any state until it expires."""
+        return await self._ask(self._partition_ref(partition),
+                               Query(kind="application", key=str(application_id)))
+
+    async def get_node(self, partition: str, node_id: str) -> dict[str, Any]:
+        """One node with its allocations."""
+        return await self._ask(self._partition_ref(partition), Query(kind="node",
+                                                                     key=str(node_id)))
+
+    async def state_dump(self) -> dict[str, Any]:
+        """Every partition, queue, application and node in one JSON-able document."""
+        partitions = []
+        for reg in self._registrations.values():
+            for ref in reg.record.partitions.values():
+                partitions.append(await self._ask(ref, Query(kind="dump")))
+        return {
+            "timestamp": int(self.clock.now() * 1e9),
+            "resourceManagers": sorted(self._registrations),
+            "partitions": partitions,
+            "actors": {name: _stats(s) for name, s in self.system.stats().items()},
+        }
+
+    def __repr__(self) -> str:
+        return f"<Core rms={sorted(self._registrations)} {self.system!r}>"
+
+
+def _stats(stats: Any) -> dict[str, Any]:
+    return {f: getattr(stats, f) for f in ("queued", "peak", "processed", "handler_time",
+                                           "failures")}
+
+
+def _config_text(config: object) -> str:
+    if not isinstance(config, str):
+        raise SchedulerError(f"config must be YAML text, got {type(config).__name__}")
+    return config
+
+
+@asynccontextmanager
+async def start_scheduler(
+    *, clock: Clock | None = None, timeouts: Timeouts | None = None
+) -> AsyncIterator[Core]:
+    """Start a scheduler core in this event loop; leaving the block stops every actor.
+
+    Args:
+        clock: the clock every timeout reads (default: the system's monotonic clock);
+            ``scheduler.testing.ManualClock`` for tests.
+        timeouts: YuniKorn's state timeouts, to change for a test or a demo.
+    """
+    system = ActorSystem(clock or SystemClock())
+    owner = asyncio.get_running_loop().create_task(system.run())
+    try:
+        await system.ready()
+        yield Core(system, timeouts=timeouts)
+    finally:
+        system.stop()
+        await owner

@@ -1,0 +1,158 @@
+"""Typed internal messages: what the RM proxy routes to partitions, and what actors tell.
+
+The wire stops at the RM proxy (STYLE 6): these carry validated, normalised values (resources
+as ``dict[str, int]``, partition names filled in), and the core trusts them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from scheduler import si
+
+__all__ = [
+    "AllocationReleased",
+    "AllocationSpec",
+    "AllocationsReleased",
+    "AppSpec",
+    "AppTimer",
+    "ApplicationsAdded",
+    "ApplicationsRemoved",
+    "AskSpec",
+    "AsksReleased",
+    "AsksUpdated",
+    "ConfigUpdated",
+    "Query",
+    "NodeUpdate",
+    "NodesUpdated",
+    "Outbound",
+    "QueueTimer",
+]
+
+Res = dict[str, int]
+
+
+class Event(msgspec.Struct, frozen=True, kw_only=True):
+    """Base of the core's internal messages."""
+
+
+# -- from the RM proxy ---------------------------------------------------------------------
+class AllocationSpec(Event):
+    """An allocation the RM reports as existing (recovery), as the core will hold it."""
+
+    uuid: str
+    allocation_key: str
+    application_id: str
+    node_id: str
+    resource: Res
+    priority: int = 0
+    tags: dict[str, str] = {}
+    task_group_name: str = ""
+    placeholder: bool = False
+
+
+class NodeUpdate(Event):
+    node_id: str
+    action: si.ActionFromRM
+    capacity: Res | None = None
+    occupied: Res | None = None
+    attributes: dict[str, str] | None = None
+    existing: tuple[AllocationSpec, ...] = ()
+
+
+class NodesUpdated(Event):
+    nodes: tuple[NodeUpdate, ...]
+
+
+class AppSpec(Event):
+    application_id: str
+    queue_name: str
+    user: str = ""
+    groups: tuple[str, ...] = ()
+    tags: dict[str, str] = {}
+    placeholder_ask: Res = {}
+    gang_scheduling_style: str = "Soft"
+    execution_timeout_ms: int = 0
+
+
+class ApplicationsAdded(Event):
+    apps: tuple[AppSpec, ...]
+
+
+class ApplicationsRemoved(Event):
+    application_ids: tuple[str, ...]
+
+
+class AskSpec(Event):
+    allocation_key: str
+    application_id: str
+    resource: Res
+    max_allocations: int = 1
+    priority: int = 0
+    tags: dict[str, str] = {}
+    task_group_name: str = ""
+    placeholder: bool = False
+    originator: bool = False
+    execution_timeout_ms: int = 0
+    required_node: str = ""
+
+
+class AsksUpdated(Event):
+    application_id: str
+    asks: tuple[AskSpec, ...]
+
+
+class AllocationReleased(Event):
+    uuid: str  # "" releases every allocation of the application
+    termination: si.TerminationType
+    message: str = ""
+    allocation_key: str = ""
+
+
+class AllocationsReleased(Event):
+    application_id: str
+    releases: tuple[AllocationReleased, ...]
+
+
+class AsksReleased(Event):
+    application_id: str
+    allocation_keys: tuple[str, ...]  # empty releases every ask of the application
+    termination: si.TerminationType
+    message: str = ""
+
+
+class ConfigUpdated(Event):
+    config: Any  # scheduler._config.PartitionConfig
+    dry_run: bool = False  # only check that it can replace the live configuration
+
+
+class Query(Event):
+    """A read of state, answered with a JSON-able value in the partition's turn."""
+
+    kind: str  # "partition" | "queue" | "application" | "node" | "dump"
+    key: str = ""
+
+
+# -- timers --------------------------------------------------------------------------------
+class AppTimer(Event):
+    """A state timer of an application, valid only while the application is in ``state``."""
+
+    application_id: str
+    event: str
+    state: str
+
+
+class QueueTimer(Event):
+    """Remove a dynamic queue if it is still empty."""
+
+    path: str
+
+
+# -- to the RM callback actor ----------------------------------------------------------------
+class Outbound(Event):
+    """One response (or event list) for an RM's callback, in order."""
+
+    kind: str  # "allocation" | "application" | "node" | "event"
+    payload: Any

@@ -1,0 +1,799 @@
+"""A partition: its queues, nodes and applications, and scheduling by proposal and commit.
+
+Everything here is plain synchronous code owned by the partition's actors, which share one
+turn: a handler runs to completion before the next message, and the scheduling pass runs
+when every mailbox of the partition is drained (STYLE 3, 4). Outcomes for the RM are
+appended to ``outbox`` in the order they happen; timers are asked of ``timers``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Protocol
+
+from loguru import logger
+
+from scheduler import si
+from scheduler._application import AppEvent, Application, AppState
+from scheduler._errors import SchedulerError
+from scheduler._events import (
+    AllocationReleased,
+    AllocationSpec,
+    AppSpec,
+    AppTimer,
+    AskSpec,
+    Event,
+    NodeUpdate,
+    QueueTimer,
+)
+from scheduler._objects import Allocation, Ask, Node, NodeIndex, new_uuid
+from scheduler._queue import Queue, QueueStatus
+from scheduler._resources import Res, add_into, fits, from_si, strictly_positive
+
+if TYPE_CHECKING:
+    from scheduler._config import PartitionConfig, PlacementRule, QueueConfig
+
+__all__ = ["Outbox", "Partition", "Proposal", "TimerPort", "Timeouts"]
+
+AppTransitionHook = Callable[[Application, AppState], None]
+
+
+class Timeouts:
+    """YuniKorn's defaults, in seconds; a test may shorten them."""
+
+    starting = 5 * 60.0  # Starting -> Running with a single allocation
+    completing = 30.0  # Completing -> Completed
+    terminated = 3 * 24 * 3600.0  # Completed / Failed / Rejected -> Expired
+    dynamic_queue = 10.0  # an empty dynamic queue is removed
+
+
+class TimerPort(Protocol):
+    """Where the partition asks for timers; ``to`` is ``app:<id>``, ``queue:<path>``."""
+
+    def set(self, key: str, delay: float, message: Event, to: str) -> None: ...
+
+    def cancel(self, key: str) -> None: ...
+
+
+# Which response an outbox entry belongs to.
+_RESPONSE_OF = {
+    "new": "allocation",
+    "released": "allocation",
+    "released_asks": "allocation",
+    "rejected": "allocation",
+    "app_accepted": "application",
+    "app_rejected": "application",
+    "app_updated": "application",
+    "node_accepted": "node",
+    "node_rejected": "node",
+    "event": "event",
+}
+
+
+class Outbox:
+    """Outcomes for the RM in the order they happened, merged into responses on flush."""
+
+    __slots__ = ("entries",)
+
+    def __init__(self) -> None:
+        self.entries: list[tuple[str, object]] = []
+
+    def add(self, field: str, item: object) -> None:
+        self.entries.append((field, item))
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def flush(self) -> list[tuple[str, object]]:
+        """Consecutive entries of one response kind become one response (kind, payload)."""
+        out: list[tuple[str, object]] = []
+        current_kind = ""
+        fields: dict[str, list[object]] = {}
+        for field, item in self.entries:
+            kind = _RESPONSE_OF[field]
+            if kind != current_kind:
+                if fields:
+                    out.append((current_kind, _build(current_kind, fields)))
+                current_kind, fields = kind, {}
+            fields.setdefault(field, []).append(item)
+        if fields:
+            out.append((current_kind, _build(current_kind, fields)))
+        self.entries = []
+        return out
+
+
+def _build(kind: str, f: dict[str, list[object]]) -> object:
+    if kind == "allocation":
+        return si.AllocationResponse(
+            new=f.get("new", []),  # type: ignore[arg-type]
+            released=f.get("released", []),  # type: ignore[arg-type]
+            released_asks=f.get("released_asks", []),  # type: ignore[arg-type]
+            rejected=f.get("rejected", []),  # type: ignore[arg-type]
+        )
+    if kind == "application":
+        return si.ApplicationResponse(
+            rejected=f.get("app_rejected", []),  # type: ignore[arg-type]
+            accepted=f.get("app_accepted", []),  # type: ignore[arg-type]
+            updated=f.get("app_updated", []),  # type: ignore[arg-type]
+        )
+    if kind == "node":
+        return si.NodeResponse(
+            rejected=f.get("node_rejected", []),  # type: ignore[arg-type]
+            accepted=f.get("node_accepted", []),  # type: ignore[arg-type]
+        )
+    return f["event"]
+
+
+class Proposal:
+    """A read-only scheduling decision: allocate one of ``ask`` on ``node``."""
+
+    __slots__ = ("application", "ask", "node")
+
+    def __init__(self, application: Application, ask: Ask, node: Node) -> None:
+        self.application = application
+        self.ask = ask
+        self.node = node
+
+    def __repr__(self) -> str:
+        return f"<Proposal {self.ask!r} on {self.node.node_id}>"
+
+
+_SCHEDULABLE_STATES = frozenset(
+    {AppState.ACCEPTED, AppState.STARTING, AppState.RUNNING, AppState.COMPLETING}
+)
+_COMPLETABLE_STATES = frozenset({AppState.ACCEPTED, AppState.STARTING, AppState.RUNNING})
+
+
+class Partition:
+    """The state of one partition; see the module docstring for who may call what."""
+
+    def __init__(
+        self,
+        config: PartitionConfig,
+        *,
+        rm_id: str,
+        clock: Callable[[], float],
+        timers: TimerPort,
+        timeouts: Timeouts | None = None,
+    ) -> None:
+        self.name = config.name
+        self.rm_id = rm_id
+        self.clock = clock
+        self.timers = timers
+        self.timeouts = timeouts or Timeouts()
+        self.outbox = Outbox()
+        self.config = config
+        self.root = Queue("root", leaf=False)
+        self.queues: dict[str, Queue] = {"root": self.root}
+        self.nodes: dict[str, Node] = {}
+        self.index = NodeIndex(
+            config.node_sort_policy.type or "fair", config.node_sort_policy.resource_weights
+        )
+        self.applications: dict[str, Application] = {}
+        self.terminated: dict[str, Application] = {}
+        self.schedule_pending = False
+        self.total_allocations = 0
+        self._seq = 0
+        # Hooks the actor layer sets to follow queues and applications coming and going.
+        self.on_queue_added: Callable[[Queue], None] = lambda q: None
+        self.on_queue_removed: Callable[[Queue], None] = lambda q: None
+        self.on_app_removed: Callable[[Application], None] = lambda a: None
+        self.log = logger.bind(partition=self.name)
+        self.apply_config(config)
+
+    # ==================================================================== configuration
+    def check_config(self, config: PartitionConfig) -> None:
+        """Raise ``SchedulerError`` if ``config`` cannot replace the live one."""
+        from scheduler._config import queue_paths
+
+        paths = queue_paths(config)
+        for path, queue in self.queues.items():
+            new = paths.get(path)
+            if new is not None and queue.leaf and queue.applications and not new.is_leaf:
+                raise SchedulerError(
+                    f"partition {self.name}: queue {path} has applications and cannot "
+                    "become a parent queue"
+                )
+        policy = config.node_sort_policy.type or "fair"
+        if policy not in NodeIndex.POLICIES:
+            raise SchedulerError(f"partition {self.name}: unknown node sort policy {policy!r}")
+
+    def apply_config(self, config: PartitionConfig) -> None:
+        self.config = config
+        self._configure_queue(self.root, config.queue)
+        from scheduler._config import queue_paths
+
+        paths = queue_paths(config)
+        for path, queue in list(self.queues.items()):
+            if path not in paths and not queue.dynamic and queue is not self.root:
+                queue.status = QueueStatus.DRAINING
+                self._remove_queue_if_empty(queue)
+        weights = config.node_sort_policy.resource_weights or None
+        policy = config.node_sort_policy.type or "fair"
+        if policy != self.index.policy or (weights and weights != self.index.weights):
+            index = NodeIndex(policy, weights)
+            for node in self.nodes.values():
+                if node.schedulable:
+                    index.add(node)
+            self.index = index
+        self.schedule_pending = True
+
+    def _configure_queue(self, queue: Queue, conf: QueueConfig) -> None:
+        queue.dynamic = False
+        queue.status = QueueStatus.ACTIVE
+        queue.configure(
+            max_resources=conf.max_resources,
+            guaranteed=conf.guaranteed,
+            properties=conf.properties,
+            submit_acl=conf.submit_acl,
+            admin_acl=conf.admin_acl,
+            max_applications=conf.max_applications,
+        )
+        for child_conf in conf.queues:
+            child = queue.children.get(child_conf.name)
+            if child is None:
+                child = Queue(child_conf.name, queue, leaf=child_conf.is_leaf)
+                self.queues[child.path] = child
+                self.on_queue_added(child)
+            child.leaf = child_conf.is_leaf
+            self._configure_queue(child, child_conf)
+
+    # ============================================================================ nodes
+    def update_nodes(self, updates: Iterable[NodeUpdate]) -> None:
+        for update in updates:
+            action = update.action
+            if action == si.ActionFromRM.CREATE:
+                self._add_node(update)
+            elif update.node_id not in self.nodes:
+                self.log.warning("node update for unknown node {}", update.node_id)
+                self._event(si.EventRecordType.NODE, update.node_id, "NodeNotFound",
+                            f"{action.name} for unknown node {update.node_id}")
+            elif action == si.ActionFromRM.UPDATE:
+                self._update_node(self.nodes[update.node_id], update)
+            elif action == si.ActionFromRM.DRAIN_NODE:
+                self._set_schedulable(self.nodes[update.node_id], False)
+            elif action == si.ActionFromRM.DRAIN_TO_SCHEDULABLE:
+                self._set_schedulable(self.nodes[update.node_id], True)
+            elif action == si.ActionFromRM.DECOMISSION:
+                self._remove_node(self.nodes[update.node_id])
+
+    def _add_node(self, update: NodeUpdate) -> None:
+        node_id = update.node_id
+        if node_id in self.nodes:
+            self._reject_node(node_id, f"node {node_id} already exists in partition {self.name}")
+            return
+        node = Node(node_id, dict(update.capacity or {}), dict(update.occupied or {}),
+                    update.attributes)
+        problem = self._check_existing(update.existing, node)
+        if problem:
+            self._reject_node(node_id, problem)
+            return
+        self.nodes[node_id] = node
+        self.index.add(node)
+        for spec in update.existing:
+            self._recover_allocation(spec, node)
+        self.index.update(node)
+        self.outbox.add("node_accepted", si.AcceptedNode(node_id=node_id))
+        self._event(si.EventRecordType.NODE, node_id, "NodeAdded",
+                    f"node {node_id} added to partition {self.name}")
+        self.schedule_pending = True
+
+    def _reject_node(self, node_id: str, reason: str) -> None:
+        self.log.info("node {} rejected: {}", node_id, reason)
+        self.outbox.add("node_rejected", si.RejectedNode(node_id=node_id, reason=reason))
+
+    def _check_existing(self, existing: tuple[AllocationSpec, ...], node: Node) -> str:
+        for spec in existing:
+            app = self.applications.get(spec.application_id)
+            if app is None or app.queue is None:
+                return (f"existing allocation {spec.uuid} names application "
+                        f"{spec.application_id}, which is not in partition {self.name}")
+            if self._find_allocation(spec.uuid) is not None:
+                return f"existing allocation {spec.uuid} is already allocated"
+        return ""
+
+    def _recover_allocation(self, spec: AllocationSpec, node: Node) -> None:
+        app = self.applications[spec.application_id]
+        alloc = Allocation(
+            uuid=spec.uuid, allocation_key=spec.allocation_key,
+            application_id=spec.application_id, partition=self.name, node_id=node.node_id,
+            resource=dict(spec.resource), priority=spec.priority, tags=spec.tags,
+            task_group_name=spec.task_group_name, placeholder=spec.placeholder,
+            request_time=self.clock(), allocation_time=self.clock(),
+        )
+        node.add_allocation(alloc)
+        app.add_allocation(alloc)
+        assert app.queue is not None
+        app.queue.add_allocated(alloc.resource)
+        if app.state is AppState.NEW:
+            self.transition(app, AppEvent.RUN)
+        self.transition(app, AppEvent.RUN)
+
+    def _update_node(self, node: Node, update: NodeUpdate) -> None:
+        if update.capacity is not None:
+            node.capacity = dict(update.capacity)
+        if update.occupied is not None:
+            node.occupied = dict(update.occupied)
+        if update.attributes is not None:
+            node.attributes = dict(update.attributes)
+        node.refresh_available()
+        self.index.update(node)
+        self.schedule_pending = True
+
+    def _set_schedulable(self, node: Node, schedulable: bool) -> None:
+        node.schedulable = schedulable
+        if schedulable:
+            self.index.add(node)
+            self.schedule_pending = True
+        else:
+            self.index.discard(node)
+
+    def _remove_node(self, node: Node) -> None:
+        self.index.discard(node)
+        del self.nodes[node.node_id]
+        for alloc in list(node.allocations.values()):
+            node.remove_allocation(alloc.uuid)
+            app = self.applications.get(alloc.application_id)
+            if app is not None:
+                self._drop_allocation(app, alloc)
+            self.outbox.add("released", si.AllocationRelease(
+                partition_name=self.name, application_id=alloc.application_id,
+                uuid=alloc.uuid, termination_type=si.TerminationType.STOPPED_BY_RM,
+                message="node removed", allocation_key=alloc.allocation_key))
+            if app is not None:
+                self._maybe_complete(app)
+        self._event(si.EventRecordType.NODE, node.node_id, "NodeRemoved",
+                    f"node {node.node_id} removed from partition {self.name}")
+
+    # ===================================================================== applications
+    def add_application(self, spec: AppSpec) -> Application | None:
+        """Place and accept an application; ``None`` (and a rejection) when it cannot be."""
+        app_id = spec.application_id
+        if app_id in self.applications:
+            self.outbox.add("app_rejected", si.RejectedApplication(
+                application_id=app_id, reason=f"application {app_id} already exists"))
+            return None
+        self._seq += 1
+        now = self.clock()
+        app = Application(
+            application_id=app_id, partition=self.name, queue_name=spec.queue_name,
+            user=spec.user, groups=list(spec.groups), tags=spec.tags, submit_time=now,
+            submit_seq=self._seq, placeholder_ask=spec.placeholder_ask,
+            gang_scheduling_style=spec.gang_scheduling_style,
+            execution_timeout_ms=spec.execution_timeout_ms,
+        )
+        queue, reason = self._place(app)
+        if queue is None:
+            self.terminated.pop(app_id, None)
+            self.terminated[app_id] = app
+            app.rejected_message = reason
+            self.outbox.add("app_rejected", si.RejectedApplication(
+                application_id=app_id, reason=reason))
+            self.transition(app, AppEvent.REJECT, reason)
+            return None
+        self.terminated.pop(app_id, None)
+        app.queue = queue
+        app.queue_name = queue.path
+        queue.applications[app_id] = app
+        self.applications[app_id] = app
+        self.timers.cancel(f"queue:{queue.path}")
+        self.outbox.add("app_accepted", si.AcceptedApplication(application_id=app_id))
+        self._event(si.EventRecordType.APP, app_id, "ApplicationAdded",
+                    f"application {app_id} added to queue {queue.path}", group=queue.path)
+        return app
+
+    def remove_application(self, app_id: str) -> None:
+        app = self.applications.get(app_id)
+        if app is None:
+            self.log.warning("remove of unknown application {}", app_id)
+            return
+        for key in list(app.asks):
+            self._remove_ask(app, key)
+        for alloc in list(app.allocations.values()):
+            self._release(app, alloc, si.TerminationType.STOPPED_BY_RM, "application removed")
+        while app.state not in (AppState.COMPLETED, AppState.FAILED, AppState.REJECTED):
+            event = AppEvent.FAIL if app.state is AppState.FAILING else AppEvent.COMPLETE
+            if app.state is AppState.RESUMING:
+                self.transition(app, AppEvent.RUN)
+                continue
+            self.transition(app, event, "application removed by the RM")
+
+    def _place(self, app: Application) -> tuple[Queue | None, str]:
+        rules = self.config.placement_rules
+        if not rules:
+            return self._place_in(app, _qualify(app.queue_name), create=False)
+        for rule in rules:
+            path, create = self._apply_rule(rule, app)
+            if path is None:
+                continue
+            if path == "":
+                return None, "application rejected by placement rule"
+            return self._place_in(app, path, create)
+        return None, f"no placement rule placed application {app.application_id}"
+
+    def _apply_rule(self, rule: PlacementRule, app: Application) -> tuple[str | None, bool]:
+        name = rule.name.lower()
+        if name == "reject":
+            return "", False
+        if name == "provided":
+            leaf = app.queue_name
+        elif name == "user":
+            leaf = app.user
+        elif name == "fixed":
+            leaf = rule.value
+        elif name == "tag":
+            leaf = app.tags.get(rule.value, "")
+        elif name == "primarygroup":
+            leaf = app.groups[0] if app.groups else ""
+        else:
+            return None, False
+        if not leaf:
+            return None, False
+        if leaf.startswith("root.") or leaf == "root":
+            return leaf, rule.create
+        if rule.parent is not None:
+            parent, _ = self._apply_rule(rule.parent, app)
+            if not parent:
+                return None, False
+            return f"{_qualify(parent)}.{leaf}", rule.create
+        return f"root.{leaf}", rule.create
+
+    def _place_in(self, app: Application, path: str, create: bool) -> tuple[Queue | None, str]:
+        queue = self.queues.get(path)
+        if queue is None and create:
+            queue = self._create_dynamic(path)
+        if queue is None:
+            return None, f"queue {path} does not exist in partition {self.name}"
+        if not queue.leaf:
+            return None, f"queue {path} is not a leaf queue"
+        if queue.status is not QueueStatus.ACTIVE:
+            return None, f"queue {path} is {queue.status} and takes no applications"
+        if not _acl_allows(queue, app.user, app.groups):
+            return None, f"user {app.user!r} may not submit to queue {path}"
+        return queue, ""
+
+    def _create_dynamic(self, path: str) -> Queue | None:
+        parts = path.split(".")
+        if parts[0] != "root" or len(parts) < 2 or not all(parts):
+            return None
+        parent = self.root
+        for i, part in enumerate(parts[1:], start=1):
+            child = parent.children.get(part)
+            if child is None:
+                if parent.leaf:
+                    return None
+                child = Queue(part, parent, leaf=i == len(parts) - 1, dynamic=True)
+                child.configure(max_resources={}, guaranteed={}, properties={})
+                self.queues[child.path] = child
+                self.on_queue_added(child)
+            parent = child
+        return parent
+
+    def _remove_queue_if_empty(self, queue: Queue) -> None:
+        while queue is not self.root and queue.is_empty() and not queue.pending and (
+            queue.dynamic or queue.status is QueueStatus.DRAINING
+        ):
+            parent = queue.parent
+            assert parent is not None
+            del parent.children[queue.name]
+            del self.queues[queue.path]
+            self.timers.cancel(f"queue:{queue.path}")
+            self.on_queue_removed(queue)
+            queue = parent
+
+    def on_queue_timer(self, msg: QueueTimer) -> None:
+        queue = self.queues.get(msg.path)
+        if queue is not None:
+            self._remove_queue_if_empty(queue)
+
+    # ============================================================================= asks
+    def update_asks(self, app: Application, specs: Iterable[AskSpec]) -> None:
+        if app.terminated or app.queue is None:
+            for spec in specs:
+                self._reject_ask(spec, f"application {app.application_id} is {app.state}")
+            return
+        added = False
+        for spec in specs:
+            if spec.required_node and spec.required_node not in self.nodes:
+                self.log.debug("ask {} requires node {} (not yet known)", spec.allocation_key,
+                               spec.required_node)
+            self._seq += 1
+            ask = Ask(
+                allocation_key=spec.allocation_key, application_id=app.application_id,
+                resource=spec.resource, max_allocations=spec.max_allocations,
+                priority=spec.priority, tags=spec.tags, task_group_name=spec.task_group_name,
+                placeholder=spec.placeholder, originator=spec.originator,
+                execution_timeout_ms=spec.execution_timeout_ms,
+                required_node=spec.required_node, created=self.clock(), seq=self._seq,
+            )
+            delta = app.add_ask(ask)
+            if delta:
+                app.queue.add_pending(delta)
+            added = True
+        if added:
+            if app.state in (AppState.NEW, AppState.COMPLETING):
+                self.transition(app, AppEvent.RUN)
+            self.schedule_pending = True
+
+    def _reject_ask(self, spec: AskSpec, reason: str) -> None:
+        self.outbox.add("rejected", si.RejectedAllocationAsk(
+            allocation_key=spec.allocation_key, application_id=spec.application_id,
+            reason=reason))
+
+    def release_asks(self, app: Application, keys: Iterable[str], message: str = "") -> None:
+        keys = list(keys) or list(app.asks)
+        for key in keys:
+            self._remove_ask(app, key)
+        self._maybe_complete(app)
+
+    def _remove_ask(self, app: Application, key: str) -> None:
+        delta = app.remove_ask(key)
+        if delta and app.queue is not None:
+            app.queue.add_pending(delta)
+
+    # ====================================================================== allocations
+    def release_allocations(self, app: Application, releases: Iterable[AllocationReleased]) -> None:
+        for rel in releases:
+            if not rel.uuid:
+                for alloc in list(app.allocations.values()):
+                    self._release(app, alloc, rel.termination, rel.message)
+                continue
+            alloc = app.allocations.get(rel.uuid)
+            if alloc is None:
+                self.log.warning("release of unknown allocation {} of {}", rel.uuid,
+                                 app.application_id)
+                continue
+            self._release(app, alloc, rel.termination, rel.message)
+        self._maybe_complete(app)
+
+    def _release(self, app: Application, alloc: Allocation, termination: si.TerminationType,
+                 message: str) -> None:
+        """Take an allocation away and confirm the release to the RM."""
+        node = self.nodes.get(alloc.node_id)
+        if node is not None:
+            node.remove_allocation(alloc.uuid)
+            self.index.update(node)
+        self._drop_allocation(app, alloc)
+        confirmed = alloc.release_pending == termination
+        if not confirmed:
+            self.outbox.add("released", si.AllocationRelease(
+                partition_name=self.name, application_id=app.application_id, uuid=alloc.uuid,
+                termination_type=termination, message=message,
+                allocation_key=alloc.allocation_key))
+        self.schedule_pending = True
+
+    def _drop_allocation(self, app: Application, alloc: Allocation) -> None:
+        if app.remove_allocation(alloc.uuid) is not None and app.queue is not None:
+            app.queue.remove_allocated(alloc.resource)
+
+    def _find_allocation(self, uuid: str) -> Allocation | None:
+        for node in self.nodes.values():
+            alloc = node.allocations.get(uuid)
+            if alloc is not None:
+                return alloc
+        return None
+
+    def _maybe_complete(self, app: Application) -> None:
+        if app.is_idle and app.state in _COMPLETABLE_STATES:
+            self.transition(app, AppEvent.COMPLETE)
+
+    # ======================================================================= scheduling
+    def schedule(self, limit: int = 10_000) -> int:
+        """Allocate until nothing more fits or ``limit`` allocations were made this pass."""
+        self.schedule_pending = False
+        made = 0
+        self._skip: set[int] = set()
+        self._no_node: set[tuple[tuple[str, int], ...]] = set()
+        while made < limit:
+            proposal = self.propose()
+            if proposal is None:
+                break
+            if self.commit(proposal) is not None:
+                made += 1
+            else:
+                self._skip.add(id(proposal.ask))
+        else:
+            self.schedule_pending = True  # more may fit: continue after the mailboxes drain
+        self._skip = set()
+        self._no_node = set()
+        self.total_allocations += made
+        return made
+
+    def propose(self) -> Proposal | None:
+        """The next allocation to make, computed without changing anything."""
+        if not self.index or not self.root.pending:
+            return None
+        return self._propose_in(self.root)
+
+    def _propose_in(self, queue: Queue) -> Proposal | None:
+        if queue.leaf:
+            return self._propose_in_leaf(queue)
+        for child in queue.sorted_children():
+            proposal = self._propose_in(child)
+            if proposal is not None:
+                return proposal
+        return None
+
+    def _propose_in_leaf(self, queue: Queue) -> Proposal | None:
+        skip = getattr(self, "_skip", set())
+        no_node = getattr(self, "_no_node", set())
+        for app in queue.sorted_applications():
+            if app.state not in _SCHEDULABLE_STATES:
+                continue
+            for ask in app.pending_asks:
+                if id(ask) in skip:
+                    continue
+                if not queue.headroom_fits(ask.resource):
+                    skip.add(id(ask))
+                    continue
+                signature = None
+                if not ask.required_node:
+                    signature = tuple(ask.resource.items())
+                    if signature in no_node:
+                        skip.add(id(ask))
+                        continue
+                node = self._find_node(ask)
+                if node is not None:
+                    return Proposal(app, ask, node)
+                skip.add(id(ask))
+                if signature is not None:
+                    no_node.add(signature)
+        return None
+
+    def _find_node(self, ask: Ask) -> Node | None:
+        res = ask.resource
+        if ask.required_node:
+            node = self.nodes.get(ask.required_node)
+            if node is not None and node.schedulable and fits(res, node.available):
+                return node
+            return None
+        for node in self.index:
+            if fits(res, node.available):
+                return node
+        return None
+
+    def commit(self, proposal: Proposal) -> Allocation | None:
+        """Re-check what the proposal assumed and apply it in one step, or drop it."""
+        app, ask, node = proposal.application, proposal.ask, proposal.node
+        queue = app.queue
+        res = ask.resource
+        if (
+            queue is None
+            or ask.pending <= 0
+            or app.asks.get(ask.allocation_key) is not ask
+            or self.applications.get(app.application_id) is not app
+            or not node.schedulable
+            or self.nodes.get(node.node_id) is not node
+            or not fits(res, node.available)
+            or not queue.headroom_fits(res)
+        ):
+            return None
+        now = self.clock()
+        alloc = Allocation(
+            uuid=new_uuid(), allocation_key=ask.allocation_key,
+            application_id=app.application_id, partition=self.name, node_id=node.node_id,
+            resource=res, priority=ask.priority, tags=ask.tags,
+            task_group_name=ask.task_group_name, placeholder=ask.placeholder,
+            request_time=ask.created, allocation_time=now,
+        )
+        node.add_allocation(alloc)
+        self.index.update(node)
+        app.allocate_from(ask, alloc)
+        queue.remove_pending(res)
+        queue.add_allocated(res)
+        self.outbox.add("new", alloc.to_si())
+        if app.state is not AppState.RUNNING:
+            self.transition(app, AppEvent.RUN)
+        return alloc
+
+    # ============================================================================ state
+    def transition(self, app: Application, event: AppEvent, message: str = "") -> None:
+        """Fire ``event`` on ``app`` and carry out what entering the new state means."""
+        old = app.state
+        new = app.fire(event, self.clock())
+        if new is old:
+            return
+        self.log.debug("application {} {} -> {}", app.application_id, old, new)
+        now = self.clock()
+        self.outbox.add("app_updated", si.UpdatedApplication(
+            application_id=app.application_id, state=str(new),
+            state_transition_timestamp=int(now * 1e9), message=message))
+        self._event(si.EventRecordType.APP, app.application_id, str(new),
+                    message or f"application {app.application_id} is {new}",
+                    group=app.queue_name)
+        key = f"app:{app.application_id}"
+        self.timers.cancel(key)
+        delay, timer_event = _STATE_TIMERS.get(new, (None, None))
+        if timer_event is not None:
+            delay = getattr(self.timeouts, delay)  # type: ignore[arg-type]
+            self.timers.set(key, delay, AppTimer(application_id=app.application_id,
+                                                 event=timer_event, state=str(new)), to=key)
+        if new in (AppState.COMPLETED, AppState.FAILED):
+            self._leave_queue(app)
+        elif new is AppState.EXPIRED:
+            self.terminated.pop(app.application_id, None)
+            self.timers.cancel(key)
+            self.on_app_removed(app)
+
+    def _leave_queue(self, app: Application) -> None:
+        for key in list(app.asks):
+            self._remove_ask(app, key)
+        queue = app.queue
+        if queue is not None:
+            queue.applications.pop(app.application_id, None)
+            if queue.dynamic and queue.is_empty():
+                self.timers.set(f"queue:{queue.path}", self.timeouts.dynamic_queue,
+                                QueueTimer(path=queue.path), to=f"queue:{queue.path}")
+            elif queue.status is QueueStatus.DRAINING:
+                self._remove_queue_if_empty(queue)
+        if self.applications.get(app.application_id) is app:
+            del self.applications[app.application_id]
+        self.terminated[app.application_id] = app
+
+    def on_app_timer(self, msg: AppTimer) -> None:
+        app = self.applications.get(msg.application_id) or self.terminated.get(msg.application_id)
+        if app is None or str(app.state) != msg.state:
+            return
+        event = AppEvent(msg.event)
+        if app.can_fire(event):
+            self.transition(app, event)
+
+    # =========================================================================== events
+    def _event(self, kind: si.EventRecordType, object_id: str, reason: str, message: str,
+               group: str = "") -> None:
+        self.outbox.add("event", si.EventRecord(
+            type=kind, object_id=object_id, group_id=group, reason=reason, message=message,
+            timestamp_nano=int(self.clock() * 1e9)))
+
+    # ========================================================================= capacity
+    def capacity(self) -> tuple[Res, Res]:
+        total: Res = {}
+        used: Res = {}
+        for node in self.nodes.values():
+            add_into(total, node.capacity)
+            add_into(used, node.allocated)
+        return total, used
+
+    def __repr__(self) -> str:
+        return (f"<Partition {self.name} apps={len(self.applications)} nodes={len(self.nodes)} "
+                f"allocations={self.total_allocations}>")
+
+
+_STATE_TIMERS: dict[AppState, tuple[str, str]] = {
+    AppState.STARTING: ("starting", AppEvent.RUN.value),
+    AppState.COMPLETING: ("completing", AppEvent.COMPLETE.value),
+    AppState.COMPLETED: ("terminated", AppEvent.EXPIRE.value),
+    AppState.FAILED: ("terminated", AppEvent.EXPIRE.value),
+    AppState.REJECTED: ("terminated", AppEvent.EXPIRE.value),
+}
+
+
+def _qualify(path: str) -> str:
+    path = path.strip()
+    if path == "root" or path.startswith("root."):
+        return path
+    return f"root.{path}" if path else "root"
+
+
+def _acl_allows(queue: Queue, user: str, groups: list[str]) -> bool:
+    """YuniKorn's submit ACL: ``*``, or ``users groups`` lists, checked up the chain."""
+    for q in queue.chain:
+        acl = q.submit_acl
+        if not acl:
+            continue
+        if acl.strip() == "*":
+            return True
+        users, _, group_list = acl.partition(" ")
+        if user and user in {u.strip() for u in users.split(",")}:
+            return True
+        if groups and set(groups) & {g.strip() for g in group_list.split(",") if g.strip()}:
+            return True
+    return False
+
+
+def resource_of(resource: si.Resource | None) -> Res:
+    return from_si(resource)
+
+
+def has_positive(res: Res) -> bool:
+    return strictly_positive(res)

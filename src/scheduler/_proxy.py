@@ -1,0 +1,394 @@
+"""The RM proxy: checks each SI request and turns it into typed events for partitions.
+
+A request that is malformed as a whole (wrong type, missing or unknown ``rm_id``) raises
+``SchedulerError`` before anything is routed. An item that is bad on its own (an ask with a
+negative resource, a node without an id) is rejected through the RM's callback with the
+spec's rejection message and a reason; the rest of the request goes on. Nothing reaches a
+partition half-checked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, NoReturn
+
+from loguru import logger
+
+from actors import ActorRef
+from scheduler import si
+from scheduler._errors import SchedulerError
+from scheduler._events import (
+    AllocationReleased,
+    AllocationSpec,
+    AllocationsReleased,
+    ApplicationsAdded,
+    ApplicationsRemoved,
+    AppSpec,
+    AskSpec,
+    AsksReleased,
+    AsksUpdated,
+    NodesUpdated,
+    NodeUpdate,
+    Outbound,
+)
+
+__all__ = ["DEFAULT_PARTITION", "RMProxy", "RMRecord", "check_rm_id"]
+
+DEFAULT_PARTITION = "default"
+GANG_STYLES = {"": "Soft", "soft": "Soft", "hard": "Hard"}
+
+
+class _Bad(Exception):
+    """An item to reject with ``reason``."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class RMRecord:
+    """What the proxy knows of one registered RM."""
+
+    def __init__(self, rm_id: str, callback: ActorRef, partitions: dict[str, ActorRef]) -> None:
+        self.rm_id = rm_id
+        self.callback = callback
+        self.partitions = partitions
+
+
+def check_rm_id(rm_id: object) -> str:
+    if not isinstance(rm_id, str) or not rm_id:
+        raise SchedulerError("rm_id must be a non-empty string")
+    return rm_id
+
+
+def _fail(request: object, expected: type) -> NoReturn:
+    raise SchedulerError(f"expected si.{expected.__name__}, got {type(request).__name__}")
+
+
+def _resource(res: object, what: str) -> dict[str, int]:
+    """A checked resource map; zero entries dropped."""
+    if res is None:
+        return {}
+    if type(res) is not si.Resource:
+        raise _Bad(f"{what} must be an si.Resource, got {type(res).__name__}")
+    out: dict[str, int] = {}
+    for name, q in res.resources.items():
+        value = q.value if type(q) is si.Quantity else None
+        if type(value) is not int:
+            raise _Bad(f"{what}: quantity of {name!r} must be an integer, got {value!r}")
+        if value < 0:
+            raise _Bad(f"{what}: quantity of {name!r} is negative ({value})")
+        if value:
+            out[name] = value
+    return out
+
+
+def _text(value: object, what: str, *, required: bool = True) -> str:
+    if type(value) is not str:
+        raise _Bad(f"{what} must be a string, got {type(value).__name__}")
+    if required and not value:
+        raise _Bad(f"{what} is missing")
+    return value
+
+
+def _str_map(value: object, what: str) -> dict[str, str]:
+    if not isinstance(value, dict) or not all(
+        type(k) is str and type(v) is str for k, v in value.items()
+    ):
+        raise _Bad(f"{what} must map strings to strings")
+    return value
+
+
+def _int(value: object, what: str) -> int:
+    if type(value) is not int:
+        raise _Bad(f"{what} must be an integer, got {type(value).__name__}")
+    return value
+
+
+class RMProxy:
+    """Validates and routes; holds the registry of RMs and their partitions."""
+
+    def __init__(self) -> None:
+        self.rms: dict[str, RMRecord] = {}
+
+    def rm(self, request: Any, expected: type) -> RMRecord:
+        if type(request) is not expected:
+            _fail(request, expected)
+        rm_id = check_rm_id(request.rm_id)
+        record = self.rms.get(rm_id)
+        if record is None:
+            raise SchedulerError(f"resource manager {rm_id!r} is not registered")
+        return record
+
+    def _partition(self, rm: RMRecord, name: object) -> tuple[str, ActorRef]:
+        if type(name) is not str:
+            raise _Bad(f"partition name must be a string, got {type(name).__name__}")
+        name = name or DEFAULT_PARTITION
+        ref = rm.partitions.get(name)
+        if ref is None:
+            raise _Bad(f"partition {name!r} does not exist")
+        return name, ref
+
+    def _reject(self, rm: RMRecord, kind: str, payload: object) -> None:
+        rm.callback.tell(Outbound(kind=kind, payload=payload))
+
+    # ------------------------------------------------------------------------ nodes
+    def update_node(self, request: si.NodeRequest) -> None:
+        rm = self.rm(request, si.NodeRequest)
+        if not isinstance(request.nodes, list):
+            raise SchedulerError("NodeRequest.nodes must be a list")
+        routed: dict[str, list[NodeUpdate]] = {}
+        rejected: list[si.RejectedNode] = []
+        for info in request.nodes:
+            if type(info) is not si.NodeInfo:
+                raise SchedulerError(f"NodeRequest.nodes holds a {type(info).__name__}")
+            try:
+                partition = info.attributes.get(si.NODE_PARTITION, "") if isinstance(
+                    info.attributes, dict) else ""
+                name, _ = self._partition(rm, partition)
+                routed.setdefault(name, []).append(self._node(info))
+            except _Bad as bad:
+                node_id = info.node_id if type(info.node_id) is str else ""
+                rejected.append(si.RejectedNode(node_id=node_id, reason=bad.reason))
+        if rejected:
+            self._reject(rm, "node", si.NodeResponse(rejected=rejected))
+        for name, updates in routed.items():
+            rm.partitions[name].tell(NodesUpdated(nodes=tuple(updates)))
+
+    def _node(self, info: si.NodeInfo) -> NodeUpdate:
+        node_id = _text(info.node_id, "node id")
+        try:
+            action = si.ActionFromRM(info.action)
+        except ValueError:
+            raise _Bad(f"node {node_id}: unknown action {info.action!r}") from None
+        if action == si.ActionFromRM.UNKNOWN_ACTION_FROM_RM:
+            raise _Bad(f"node {node_id}: action is not set")
+        capacity = occupied = None
+        if info.schedulable_resource is not None or action == si.ActionFromRM.CREATE:
+            capacity = _resource(info.schedulable_resource, f"node {node_id} capacity")
+        if info.occupied_resource is not None:
+            occupied = _resource(info.occupied_resource, f"node {node_id} occupied")
+        attributes = _str_map(info.attributes, f"node {node_id} attributes")
+        existing = tuple(self._existing(a, node_id) for a in info.existing_allocations)
+        return NodeUpdate(node_id=node_id, action=action, capacity=capacity, occupied=occupied,
+                          attributes=attributes if (attributes or capacity is not None) else None,
+                          existing=existing)
+
+    def _existing(self, alloc: object, node_id: str) -> AllocationSpec:
+        if type(alloc) is not si.Allocation:
+            raise _Bad(f"node {node_id}: existing allocation is a {type(alloc).__name__}")
+        uuid = _text(alloc.uuid, f"node {node_id}: existing allocation uuid")
+        if alloc.node_id and alloc.node_id != node_id:
+            raise _Bad(f"node {node_id}: existing allocation {uuid} names node {alloc.node_id}")
+        return AllocationSpec(
+            uuid=uuid,
+            allocation_key=_text(alloc.allocation_key, f"allocation {uuid} key",
+                                 required=False) or uuid,
+            application_id=_text(alloc.application_id, f"allocation {uuid} application id"),
+            node_id=node_id,
+            resource=_resource(alloc.resource_per_alloc, f"allocation {uuid} resource"),
+            priority=_int(alloc.priority, f"allocation {uuid} priority"),
+            tags=_str_map(alloc.allocation_tags, f"allocation {uuid} tags"),
+            task_group_name=_text(alloc.task_group_name, "task group", required=False),
+            placeholder=bool(alloc.placeholder),
+        )
+
+    # ----------------------------------------------------------------- applications
+    def update_application(self, request: si.ApplicationRequest) -> None:
+        rm = self.rm(request, si.ApplicationRequest)
+        if not isinstance(request.new, list) or not isinstance(request.remove, list):
+            raise SchedulerError("ApplicationRequest.new and .remove must be lists")
+        added: dict[str, list[AppSpec]] = {}
+        removed: dict[str, list[str]] = {}
+        rejected: list[si.RejectedApplication] = []
+        for app in request.new:
+            if type(app) is not si.AddApplicationRequest:
+                raise SchedulerError(f"ApplicationRequest.new holds a {type(app).__name__}")
+            try:
+                name, _ = self._partition(rm, app.partition_name)
+                added.setdefault(name, []).append(self._app(app))
+            except _Bad as bad:
+                app_id = app.application_id if type(app.application_id) is str else ""
+                rejected.append(si.RejectedApplication(application_id=app_id, reason=bad.reason))
+        for rem in request.remove:
+            if type(rem) is not si.RemoveApplicationRequest:
+                raise SchedulerError(f"ApplicationRequest.remove holds a {type(rem).__name__}")
+            try:
+                name, _ = self._partition(rm, rem.partition_name)
+                removed.setdefault(name, []).append(_text(rem.application_id, "application id"))
+            except _Bad as bad:
+                logger.bind(rm_id=rm.rm_id).warning("application removal ignored: {}", bad.reason)
+        if rejected:
+            self._reject(rm, "application", si.ApplicationResponse(rejected=rejected))
+        for name, specs in added.items():
+            rm.partitions[name].tell(ApplicationsAdded(apps=tuple(specs)))
+        for name, ids in removed.items():
+            rm.partitions[name].tell(ApplicationsRemoved(application_ids=tuple(ids)))
+
+    def _app(self, app: si.AddApplicationRequest) -> AppSpec:
+        app_id = _text(app.application_id, "application id")
+        ugi = app.ugi
+        user, groups = "", ()
+        if ugi is not None:
+            if type(ugi) is not si.UserGroupInformation:
+                raise _Bad(f"application {app_id}: ugi must be an si.UserGroupInformation")
+            user = _text(ugi.user, f"application {app_id} user", required=False)
+            groups = tuple(_text(g, f"application {app_id} group") for g in ugi.groups)
+        style = GANG_STYLES.get(_text(app.gang_scheduling_style, "gang style", required=False)
+                                .lower())
+        if style is None:
+            raise _Bad(f"application {app_id}: gang scheduling style "
+                       f"{app.gang_scheduling_style!r} is neither Hard nor Soft")
+        return AppSpec(
+            application_id=app_id,
+            queue_name=_text(app.queue_name, f"application {app_id} queue", required=False),
+            user=user, groups=groups,
+            tags=_str_map(app.tags, f"application {app_id} tags"),
+            placeholder_ask=_resource(app.placeholder_ask, f"application {app_id} placeholder ask"),
+            gang_scheduling_style=style,
+            execution_timeout_ms=_int(app.execution_timeout_milliseconds,
+                                      f"application {app_id} execution timeout"),
+        )
+
+    # ------------------------------------------------------------------ allocations
+    def update_allocation(self, request: si.AllocationRequest) -> None:
+        rm = self.rm(request, si.AllocationRequest)
+        asks = request.asks
+        if not isinstance(asks, list):
+            raise SchedulerError("AllocationRequest.asks must be a list")
+        releases = request.releases
+        if releases is not None and type(releases) is not si.AllocationReleasesRequest:
+            _fail(releases, si.AllocationReleasesRequest)
+        # Asks first, then ask releases, then allocation releases (YuniKorn's order).
+        routed: dict[str, dict[str, list[Any]]] = {}
+        rejected = self._asks(rm, asks, routed)
+        if rejected:
+            self._reject(rm, "allocation", si.AllocationResponse(rejected=rejected))
+        for name, per_app in routed.items():
+            ref = rm.partitions[name]
+            for app_id, specs in per_app.items():
+                ref.tell(AsksUpdated(application_id=app_id, asks=tuple(specs)))
+        if releases is not None:
+            for ask_rel in self._ask_releases(rm, releases.allocation_asks_to_release):
+                ask_rel[0].tell(ask_rel[1])
+            for ref, msg in self._releases(rm, releases.allocations_to_release):
+                ref.tell(msg)
+
+    def _asks(self, rm: RMRecord, asks: list[Any],
+              routed: dict[str, dict[str, list[Any]]]) -> list[si.RejectedAllocationAsk]:
+        rejected: list[si.RejectedAllocationAsk] = []
+        AskType = si.AllocationAsk
+        for ask in asks:
+            if type(ask) is not AskType:
+                raise SchedulerError(f"AllocationRequest.asks holds a {type(ask).__name__}")
+            try:
+                spec = self._ask(ask)
+                name, _ = self._partition(rm, ask.partition_name)
+            except _Bad as bad:
+                rejected.append(si.RejectedAllocationAsk(
+                    allocation_key=ask.allocation_key if type(ask.allocation_key) is str else "",
+                    application_id=ask.application_id if type(ask.application_id) is str else "",
+                    reason=bad.reason))
+                continue
+            per_app = routed.get(name)
+            if per_app is None:
+                per_app = routed[name] = {}
+            specs = per_app.get(spec.application_id)
+            if specs is None:
+                per_app[spec.application_id] = [spec]
+            else:
+                specs.append(spec)
+        return rejected
+
+    def _ask(self, ask: si.AllocationAsk) -> AskSpec:
+        key = ask.allocation_key
+        app_id = ask.application_id
+        if type(key) is not str or not key:
+            raise _Bad("allocation key is missing")
+        if type(app_id) is not str or not app_id:
+            raise _Bad(f"ask {key}: application id is missing")
+        resource = _resource(ask.resource_ask, f"ask {key} resource")
+        if not resource:
+            raise _Bad(f"ask {key}: resource ask is empty or zero")
+        count = ask.max_allocations
+        if type(count) is not int or count < 0:
+            raise _Bad(f"ask {key}: max allocations must be a non-negative integer, got {count!r}")
+        tags = ask.tags
+        if tags and not isinstance(tags, dict):
+            raise _Bad(f"ask {key}: tags must map strings to strings")
+        priority = ask.priority
+        if type(priority) is not int:
+            raise _Bad(f"ask {key}: priority must be an integer")
+        group = ask.task_group_name
+        if type(group) is not str:
+            raise _Bad(f"ask {key}: task group name must be a string")
+        return AskSpec(
+            allocation_key=key, application_id=app_id, resource=resource,
+            max_allocations=count or 1, priority=priority, tags=tags,
+            task_group_name=group, placeholder=bool(ask.placeholder) and bool(group),
+            originator=bool(ask.originator),
+            execution_timeout_ms=_int(ask.execution_timeout_milliseconds,
+                                      f"ask {key} execution timeout"),
+            required_node=tags.get(si.DOMAIN_YUNIKORN + si.KEY_REQUIRED_NODE, "") if tags else "",
+        )
+
+    def _ask_releases(self, rm: RMRecord, items: Iterable[Any]) -> list[tuple[ActorRef, Any]]:
+        out: list[tuple[ActorRef, Any]] = []
+        grouped: dict[tuple[str, str], list[str]] = {}
+        info: dict[tuple[str, str], tuple[si.TerminationType, str]] = {}
+        for rel in items:
+            if type(rel) is not si.AllocationAskRelease:
+                raise SchedulerError(f"allocation_asks_to_release holds a {type(rel).__name__}")
+            try:
+                name, _ = self._partition(rm, rel.partition_name)
+                app_id = _text(rel.application_id, "ask release application id")
+                key = _text(rel.allocation_key, "ask release key", required=False)
+            except _Bad as bad:
+                logger.bind(rm_id=rm.rm_id).warning("ask release ignored: {}", bad.reason)
+                continue
+            keys = grouped.setdefault((name, app_id), [])
+            if not key:
+                keys.clear()
+                info[(name, app_id)] = (_termination(rel.termination_type), "")
+                grouped[(name, app_id)] = []
+                continue
+            keys.append(key)
+            info[(name, app_id)] = (_termination(rel.termination_type), rel.message)
+        for (name, app_id), keys in grouped.items():
+            termination, message = info[(name, app_id)]
+            out.append((rm.partitions[name], AsksReleased(
+                application_id=app_id, allocation_keys=tuple(keys), termination=termination,
+                message=message)))
+        return out
+
+    def _releases(self, rm: RMRecord, items: Iterable[Any]) -> list[tuple[ActorRef, Any]]:
+        grouped: dict[tuple[str, str], list[AllocationReleased]] = {}
+        for rel in items:
+            if type(rel) is not si.AllocationRelease:
+                raise SchedulerError(f"allocations_to_release holds a {type(rel).__name__}")
+            try:
+                name, _ = self._partition(rm, rel.partition_name)
+                app_id = _text(rel.application_id, "release application id")
+                uuid = _text(rel.uuid, "release uuid", required=False)
+            except _Bad as bad:
+                logger.bind(rm_id=rm.rm_id).warning("allocation release ignored: {}", bad.reason)
+                continue
+            grouped.setdefault((name, app_id), []).append(AllocationReleased(
+                uuid=uuid, termination=_termination(rel.termination_type),
+                message=rel.message if type(rel.message) is str else "",
+                allocation_key=rel.allocation_key if type(rel.allocation_key) is str else ""))
+        return [
+            (rm.partitions[name], AllocationsReleased(application_id=app_id,
+                                                      releases=tuple(rels)))
+            for (name, app_id), rels in grouped.items()
+        ]
+
+
+def _termination(value: object) -> si.TerminationType:
+    try:
+        termination = si.TerminationType(value)  # type: ignore[call-overload]
+    except (ValueError, TypeError):
+        return si.TerminationType.STOPPED_BY_RM
+    if termination == si.TerminationType.UNKNOWN_TERMINATION_TYPE:
+        return si.TerminationType.STOPPED_BY_RM
+    return termination

@@ -1,0 +1,123 @@
+"""YuniKorn resource quantities as written in ``queues.yaml``.
+
+Follows ``pkg/common/resources/quantity.go`` (``ParseQuantity``/``ParseVCore``) and
+``NewResourceFromConf`` in ``pkg/common/resources/resources.go`` of yunikorn-core:
+
+* a quantity is ``[+-]digits`` followed by an optional suffix; all whitespace is removed
+  first (``"10 Gi"`` is ``10Gi``);
+* decimal suffixes ``k M G T P E`` (powers of 1000) and binary suffixes
+  ``Ki Mi Gi Ti Pi Ei`` (powers of 1024); suffixes are case-sensitive (``K`` and ``m`` are
+  not quantity suffixes, decimals such as ``0.5G`` are not quantities);
+* ``vcore`` is parsed in milli-vcores: ``1`` is 1000, ``250m`` is 250, ``2k`` is 2_000_000;
+  only ``vcore`` accepts the ``m`` suffix;
+* the result must fit in a signed 64-bit integer;
+* negative values are never accepted in a resource configuration (YuniKorn's
+  ``NewResourceFromConf`` rejects them after parsing; here the parsers reject them directly).
+
+``memory`` has no special unit: ``150M`` is 150_000_000 bytes (YuniKorn >= 1.0).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+from scheduler._errors import SchedulerError
+
+__all__ = [
+    "MEMORY",
+    "VCORE",
+    "QuantityError",
+    "parse_quantity",
+    "parse_resource_conf",
+    "parse_vcore",
+]
+
+VCORE = "vcore"
+MEMORY = "memory"
+
+_INT64_MAX = (1 << 63) - 1
+
+_MULTIPLIERS: dict[str, int] = {
+    "": 1,
+    "k": 10**3,
+    "M": 10**6,
+    "G": 10**9,
+    "T": 10**12,
+    "P": 10**15,
+    "E": 10**18,
+    "Ki": 1 << 10,
+    "Mi": 1 << 20,
+    "Gi": 1 << 30,
+    "Ti": 1 << 40,
+    "Pi": 1 << 50,
+    "Ei": 1 << 60,
+}
+
+_LEGAL = re.compile(r"([+-]?)([0-9]+)([A-Za-z]*)")
+_WHITESPACE = re.compile(r"\s+")
+
+
+class QuantityError(SchedulerError):
+    """A resource quantity that YuniKorn would not accept."""
+
+
+def _parse(text: str, *, milli: bool) -> int:
+    if not isinstance(text, str):
+        raise QuantityError(f"invalid quantity {text!r}: expected a string")
+    compact = _WHITESPACE.sub("", text)
+    match = _LEGAL.fullmatch(compact)
+    if match is None:
+        raise QuantityError(
+            f"invalid quantity {text!r}: expected an integer with an optional suffix "
+            "(k, M, G, T, P, E, Ki, Mi, Gi, Ti, Pi, Ei" + (", m" if milli else "") + ")"
+        )
+    sign, digits, suffix = match.groups()
+    number = int(digits)
+    if sign == "-" and number != 0:
+        raise QuantityError(f"invalid quantity {text!r}: negative values are not permitted")
+    if milli and suffix == "m":
+        value = number
+    else:
+        scale = _MULTIPLIERS.get(suffix)
+        if scale is None:
+            raise QuantityError(f"invalid quantity {text!r}: unknown suffix {suffix!r}")
+        value = number * scale * (1000 if milli else 1)
+    if number > _INT64_MAX or value > _INT64_MAX:
+        raise QuantityError(f"invalid quantity {text!r}: overflows a 64-bit integer")
+    return value
+
+
+def parse_quantity(text: str) -> int:
+    """Parse a YuniKorn quantity (``"150M"`` -> 150_000_000, ``"10Gi"`` -> 10_737_418_240)."""
+    return _parse(text, milli=False)
+
+
+def parse_vcore(text: str) -> int:
+    """Parse a vcore quantity into milli-vcores (``"1"`` -> 1000, ``"250m"`` -> 250)."""
+    return _parse(text, milli=True)
+
+
+def parse_resource_conf(mapping: Mapping[str, object]) -> dict[str, int]:
+    """Parse a ``resources`` map (``{"memory": "10Gi", "vcore": 2}``) into integer quantities.
+
+    ``vcore`` goes through :func:`parse_vcore`, every other name through
+    :func:`parse_quantity`. Values may be strings or (non-bool) ints, as YAML gives them;
+    floats, bools, ``None``, negatives and anything else raise :class:`QuantityError`
+    naming the resource and the value. Zero values are kept (a zero max is meaningful).
+    """
+    out: dict[str, int] = {}
+    for name, raw in mapping.items():
+        if not isinstance(name, str) or not name:
+            raise QuantityError(f"invalid resource name {name!r}: expected a non-empty string")
+        if isinstance(raw, bool) or not isinstance(raw, str | int):
+            raise QuantityError(
+                f"invalid value {raw!r} for resource {name!r}: expected an integer quantity "
+                "such as 10, '512Mi' or '500m' (vcore only)"
+            )
+        text = str(raw)
+        try:
+            out[name] = parse_vcore(text) if name == VCORE else parse_quantity(text)
+        except QuantityError as exc:
+            raise QuantityError(f"resource {name!r}: {exc}") from None
+    return out

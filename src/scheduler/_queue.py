@@ -1,0 +1,164 @@
+"""The queue hierarchy: quotas, usage and the order children and applications are tried in."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from enum import StrEnum
+from typing import TYPE_CHECKING
+
+from scheduler._resources import Res, add_into, fits_under_max, shares, sub_into
+
+if TYPE_CHECKING:
+    from scheduler._application import Application
+
+__all__ = ["APP_SORT_POLICY", "Queue", "QueueStatus"]
+
+APP_SORT_POLICY = "application.sort.policy"
+
+
+class QueueStatus(StrEnum):
+    ACTIVE = "Active"
+    DRAINING = "Draining"
+    STOPPED = "Stopped"
+
+
+class Queue:
+    """One queue: configuration, allocated and pending totals, children or applications."""
+
+    def __init__(
+        self,
+        name: str,
+        parent: Queue | None = None,
+        *,
+        leaf: bool = True,
+        dynamic: bool = False,
+    ) -> None:
+        self.name = name
+        self.parent = parent
+        self.path = f"{parent.path}.{name}" if parent else name
+        self.leaf = leaf
+        self.dynamic = dynamic
+        self.status = QueueStatus.ACTIVE
+        self.max_resources: Res = {}
+        self.guaranteed: Res = {}
+        self.properties: dict[str, str] = {}
+        self.submit_acl = ""
+        self.admin_acl = ""
+        self.max_applications = 0
+        self.sort_policy = "fifo"
+        self.children: dict[str, Queue] = {}
+        self.applications: dict[str, Application] = {}
+        self.allocated: Res = {}
+        self.pending: Res = {}
+        # Self first, root last: the chain a usage change or a quota check walks.
+        self.chain: tuple[Queue, ...] = (self, *(parent.chain if parent else ()))
+        # Only queues with a max take part in headroom checks.
+        self.limited_chain: tuple[Queue, ...] = ()
+        if parent is not None:
+            parent.children[name] = self
+            parent.leaf = False
+        self.refresh_limits()
+
+    def configure(
+        self,
+        *,
+        max_resources: Mapping[str, int],
+        guaranteed: Mapping[str, int],
+        properties: Mapping[str, str],
+        submit_acl: str = "",
+        admin_acl: str = "",
+        max_applications: int = 0,
+    ) -> None:
+        self.max_resources = dict(max_resources)
+        self.guaranteed = dict(guaranteed)
+        self.properties = dict(properties)
+        self.submit_acl = submit_acl
+        self.admin_acl = admin_acl
+        self.max_applications = max_applications
+        policy = self.inherited_property(APP_SORT_POLICY).lower()
+        self.sort_policy = "fair" if policy == "fair" else "fifo"
+        self.refresh_limits()
+
+    def inherited_property(self, key: str) -> str:
+        for queue in self.chain:
+            if key in queue.properties:
+                return queue.properties[key]
+        return ""
+
+    def refresh_limits(self) -> None:
+        self.limited_chain = tuple(q for q in self.chain if q.max_resources)
+        for child in self.children.values():
+            child.refresh_limits()
+
+    # -- accounting ------------------------------------------------------------------
+    def add_pending(self, delta: Res) -> None:
+        for queue in self.chain:
+            pending = queue.pending
+            add_into(pending, delta)
+            for name in [n for n, v in pending.items() if not v]:
+                del pending[name]
+
+    def remove_pending(self, res: Res) -> None:
+        for queue in self.chain:
+            sub_into(queue.pending, res)
+
+    def add_allocated(self, res: Res) -> None:
+        for queue in self.chain:
+            add_into(queue.allocated, res)
+
+    def remove_allocated(self, res: Res) -> None:
+        for queue in self.chain:
+            sub_into(queue.allocated, res)
+
+    def headroom_fits(self, res: Res) -> bool:
+        """``res`` fits under the max of this queue and of every parent."""
+        for queue in self.limited_chain:
+            if not fits_under_max(res, queue.allocated, queue.max_resources):
+                return False
+        return True
+
+    def blocking_queue(self, res: Res) -> Queue | None:
+        for queue in self.limited_chain:
+            if not fits_under_max(res, queue.allocated, queue.max_resources):
+                return queue
+        return None
+
+    # -- ordering --------------------------------------------------------------------
+    def has_pending(self) -> bool:
+        return any(v > 0 for v in self.pending.values())
+
+    def sorted_children(self) -> list[Queue]:
+        """Children with pending work, least used relative to their guarantee first."""
+        active = [c for c in self.children.values() if c.pending and c.status is QueueStatus.ACTIVE]
+        if len(active) > 1:
+            active.sort(key=_queue_order)
+        return active
+
+    def sorted_applications(self) -> Iterable[Application]:
+        apps = [a for a in self.applications.values() if a.pending_asks]
+        if len(apps) > 1:
+            if self.sort_policy == "fair":
+                guaranteed = self.guaranteed or self.max_resources
+                apps.sort(key=lambda a: (shares(a.allocated, guaranteed), a.submit_seq))
+            else:
+                apps.sort(key=_fifo_order)
+        return apps
+
+    def is_empty(self) -> bool:
+        return not self.applications and not self.children and not self.allocated
+
+    def __repr__(self) -> str:
+        return f"<Queue {self.path} apps={len(self.applications)} allocated={self.allocated}>"
+
+
+def _queue_order(queue: Queue) -> tuple[list[float], list[int], str]:
+    # Lowest usage share first; on a tie the queue with more pending work, then by name.
+    return (
+        shares(queue.allocated, queue.guaranteed),
+        [-v for v in sorted(queue.pending.values(), reverse=True)],
+        queue.name,
+    )
+
+
+def _fifo_order(app: Application) -> tuple[float, int]:
+    return (app.submit_time, app.submit_seq)

@@ -1,0 +1,121 @@
+"""Resource arithmetic on plain ``dict[str, int]`` maps.
+
+Resources inside the core are sparse maps from resource name to an integer quantity
+(bytes, milli-vcores, counts). A missing name is zero, except in a queue *max*, where a
+missing name means "no limit" (YuniKorn's ``FitInMaxUndef``). These helpers sit on the
+scheduling hot path, so they are plain functions over dicts with no allocation where none
+is needed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from scheduler import si
+
+__all__ = [
+    "Res",
+    "add_into",
+    "add_scaled_into",
+    "fits",
+    "fits_under_max",
+    "from_si",
+    "is_zero",
+    "shares",
+    "strictly_positive",
+    "sub",
+    "sub_into",
+    "to_si",
+    "usage_fraction",
+]
+
+Res = dict[str, int]
+
+
+def from_si(resource: si.Resource | None) -> Res:
+    """The core's map of an SI ``Resource`` (``None`` is empty); zero entries are dropped."""
+    if resource is None:
+        return {}
+    return {name: q.value for name, q in resource.resources.items() if q.value}
+
+
+def to_si(res: Mapping[str, int]) -> si.Resource:
+    return si.Resource(resources={name: si.Quantity(value=v) for name, v in res.items()})
+
+
+def add_into(target: Res, delta: Mapping[str, int]) -> None:
+    for name, v in delta.items():
+        target[name] = target.get(name, 0) + v
+
+
+def add_scaled_into(target: Res, delta: Mapping[str, int], factor: int) -> None:
+    for name, v in delta.items():
+        target[name] = target.get(name, 0) + v * factor
+
+
+def sub_into(target: Res, delta: Mapping[str, int]) -> None:
+    for name, v in delta.items():
+        left = target.get(name, 0) - v
+        if left:
+            target[name] = left
+        else:
+            target.pop(name, None)
+
+
+def sub(a: Mapping[str, int], b: Mapping[str, int]) -> Res:
+    out = dict(a)
+    sub_into(out, b)
+    return out
+
+
+def fits(ask: Mapping[str, int], available: Mapping[str, int]) -> bool:
+    """Every quantity of ``ask`` is available (a name missing from ``available`` is zero)."""
+    for name, v in ask.items():
+        if v > available.get(name, 0):
+            return False
+    return True
+
+
+def fits_under_max(ask: Mapping[str, int], used: Mapping[str, int], limit: Mapping[str, int]) -> bool:
+    """``used + ask`` stays within ``limit``; names missing from ``limit`` are unlimited."""
+    for name, v in ask.items():
+        cap = limit.get(name)
+        if cap is not None and used.get(name, 0) + v > cap:
+            return False
+    return True
+
+
+def is_zero(res: Mapping[str, int]) -> bool:
+    return not any(res.values())
+
+
+def strictly_positive(res: Mapping[str, int]) -> bool:
+    return any(v > 0 for v in res.values())
+
+
+def shares(used: Mapping[str, int], base: Mapping[str, int] | None) -> list[float]:
+    """Usage shares of ``used`` against ``base``, largest first (YuniKorn's usage ratio).
+
+    A resource with no entry in ``base`` counts its raw quantity as the share, which sorts a
+    queue without a guarantee behind one that is still inside its guarantee.
+    """
+    out = []
+    for name, v in used.items():
+        total = base.get(name, 0) if base else 0
+        out.append(v / total if total > 0 else float(v))
+    out.sort(reverse=True)
+    return out
+
+
+def usage_fraction(
+    allocated: Mapping[str, int], capacity: Mapping[str, int], weights: Mapping[str, float]
+) -> float:
+    """Weighted mean of allocated/capacity over the weighted resource names (0 = empty node)."""
+    total = 0.0
+    weight_sum = 0.0
+    for name, w in weights.items():
+        cap = capacity.get(name, 0)
+        if cap > 0:
+            total += w * min(allocated.get(name, 0) / cap, 1.0)
+            weight_sum += w
+    return total / weight_sum if weight_sum else 0.0

@@ -1,0 +1,197 @@
+"""REST-shaped views of a partition, built on demand in the partition's turn (never stored).
+
+Field names follow YuniKorn's REST API (``dao`` package): ``queuename``, ``applicationID``,
+``nodeID``, ... Resources are ``{name: int}`` maps. Times are nanoseconds since the epoch of
+the core's clock.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from scheduler._application import Application
+from scheduler._errors import NotFoundError, SchedulerError
+from scheduler._objects import Allocation, Ask, Node
+from scheduler._partition import Partition
+from scheduler._queue import Queue
+
+__all__ = ["answer", "application_info", "node_info", "partition_info", "queue_info"]
+
+
+def _ns(t: float | None) -> int:
+    return int(t * 1e9) if t is not None else 0
+
+
+def answer(p: Partition, kind: str, key: str) -> Any:
+    if kind == "partition":
+        return partition_info(p)
+    if kind == "queue":
+        queue = p.queues.get(key)
+        if queue is None:
+            raise NotFoundError(f"queue {key!r} not found in partition {p.name!r}")
+        return queue_info(p, queue)
+    if kind == "application":
+        app = p.applications.get(key) or p.terminated.get(key)
+        if app is None:
+            raise NotFoundError(f"application {key!r} not found in partition {p.name!r}")
+        return application_info(app)
+    if kind == "node":
+        node = p.nodes.get(key)
+        if node is None:
+            raise NotFoundError(f"node {key!r} not found in partition {p.name!r}")
+        return node_info(node)
+    if kind == "dump":
+        return dump(p)
+    raise SchedulerError(f"unknown query {kind!r}")
+
+
+def partition_info(p: Partition) -> dict[str, Any]:
+    total, used = p.capacity()
+    states = Counter(str(a.state) for a in (*p.applications.values(), *p.terminated.values()))
+    utilization = {
+        name: round(100 * used.get(name, 0) / cap) for name, cap in total.items() if cap > 0
+    }
+    return {
+        "clusterId": p.rm_id,
+        "name": p.name,
+        "state": "Active",
+        "capacity": {"capacity": total, "usedCapacity": used, "utilization": utilization},
+        "nodeSortingPolicy": {
+            "type": p.index.policy,
+            "resourceWeights": dict(p.index.weights),
+        },
+        "totalNodes": len(p.nodes),
+        "applications": {"total": sum(states.values()), **states},
+        "totalContainers": sum(len(n.allocations) for n in p.nodes.values()),
+    }
+
+
+def queue_info(p: Partition, queue: Queue) -> dict[str, Any]:
+    return {
+        "queuename": queue.path,
+        "status": str(queue.status),
+        "partition": p.name,
+        "maxResource": dict(queue.max_resources),
+        "guaranteedResource": dict(queue.guaranteed),
+        "allocatedResource": dict(queue.allocated),
+        "pendingResource": dict(queue.pending),
+        "isLeaf": queue.leaf,
+        "isManaged": not queue.dynamic,
+        "properties": dict(queue.properties),
+        "parent": queue.parent.path if queue.parent else "",
+        "children": [queue_info(p, c) for c in queue.children.values()],
+        "runningApps": sum(1 for a in queue.applications.values() if a.allocations),
+        "maxRunningApps": queue.max_applications,
+        "applications": sorted(queue.applications),
+    }
+
+
+def _ask_info(app: Application, ask: Ask) -> dict[str, Any]:
+    return {
+        "allocationKey": ask.allocation_key,
+        "allocationTags": dict(ask.tags),
+        "requestTime": _ns(ask.created),
+        "resource": dict(ask.resource),
+        "pendingCount": ask.pending,
+        "maxAllocations": ask.max_allocations,
+        "priority": str(ask.priority),
+        "requiredNodeId": ask.required_node,
+        "applicationId": app.application_id,
+        "partition": app.partition,
+        "placeholder": ask.placeholder,
+        "taskGroupName": ask.task_group_name,
+    }
+
+
+def allocation_info(alloc: Allocation) -> dict[str, Any]:
+    return {
+        "allocationKey": alloc.allocation_key,
+        "allocationTags": dict(alloc.tags),
+        "requestTime": _ns(alloc.request_time),
+        "allocationTime": _ns(alloc.allocation_time),
+        "allocationDelay": _ns(alloc.allocation_time - alloc.request_time),
+        "uuid": alloc.uuid,
+        "resource": dict(alloc.resource),
+        "priority": str(alloc.priority),
+        "nodeId": alloc.node_id,
+        "applicationId": alloc.application_id,
+        "partition": alloc.partition,
+        "placeholder": alloc.placeholder,
+        "taskGroupName": alloc.task_group_name,
+        "releasePending": alloc.release_pending.name if alloc.release_pending else "",
+    }
+
+
+def application_info(app: Application) -> dict[str, Any]:
+    return {
+        "applicationID": app.application_id,
+        "usedResource": dict(app.allocated),
+        "maxUsedResource": dict(app.max_allocated),
+        "pendingResource": dict(app.pending),
+        "partition": app.partition,
+        "queueName": app.queue_name,
+        "submissionTime": _ns(app.submit_time),
+        "finishedTime": _ns(app.finished_time) if app.finished_time is not None else None,
+        "requests": [_ask_info(app, a) for a in app.asks.values() if a.pending > 0],
+        "allocations": [allocation_info(a) for a in app.allocations.values()],
+        "applicationState": str(app.state),
+        "user": app.user,
+        "groups": list(app.groups),
+        "rejectedMessage": app.rejected_message,
+        "stateLog": [{"time": _ns(t), "applicationState": str(s)} for t, s in app.state_log],
+        "placeholderData": placeholder_data(app),
+        "hasReserved": False,
+        "reservations": [],
+    }
+
+
+def placeholder_data(app: Application) -> list[dict[str, Any]]:
+    groups: dict[str, dict[str, Any]] = {}
+    for ask in app.asks.values():
+        if ask.placeholder and ask.task_group_name:
+            entry = groups.setdefault(ask.task_group_name, {
+                "taskGroupName": ask.task_group_name, "count": 0,
+                "minResource": dict(ask.resource), "replaced": 0, "timedout": 0})
+            entry["count"] += ask.max_allocations
+    return list(groups.values())
+
+
+def node_info(node: Node) -> dict[str, Any]:
+    return {
+        "nodeID": node.node_id,
+        "hostName": node.attributes.get("si/hostname", ""),
+        "rackName": node.attributes.get("si/rackname", ""),
+        "attributes": dict(node.attributes),
+        "capacity": dict(node.capacity),
+        "allocated": dict(node.allocated),
+        "occupied": dict(node.occupied),
+        "available": _available(node),
+        "utilized": {
+            name: round(100 * node.allocated.get(name, 0) / cap)
+            for name, cap in node.capacity.items() if cap > 0
+        },
+        "allocations": [allocation_info(a) for a in node.allocations.values()],
+        "schedulable": node.schedulable,
+        "isReserved": False,
+        "reservations": [],
+    }
+
+
+def _available(node: Node) -> dict[str, int]:
+    """Capacity less allocated and occupied, keeping zero entries as YuniKorn shows them."""
+    out = dict(node.capacity)
+    for used in (node.allocated, node.occupied):
+        for name, v in used.items():
+            out[name] = out.get(name, 0) - v
+    return out
+
+
+def dump(p: Partition) -> dict[str, Any]:
+    return {
+        "partition": partition_info(p),
+        "queues": queue_info(p, p.root),
+        "applications": [application_info(a) for a in p.applications.values()],
+        "terminatedApplications": [application_info(a) for a in p.terminated.values()],
+        "nodes": [node_info(n) for n in p.nodes.values()],
+    }

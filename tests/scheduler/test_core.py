@@ -1,0 +1,614 @@
+"""The core through its public API: a recording RM, a manual clock and settle()."""
+
+from __future__ import annotations
+
+import pytest
+
+import scheduler
+from scheduler import si
+from scheduler.testing import ManualClock, RecordingCallback
+
+from .conftest import QUEUES, RM, Driver, app, ask, node
+
+pytestmark = pytest.mark.asyncio
+
+
+# ============================================================================ registration
+async def test_public_surface_matches_the_documented_names() -> None:
+    assert set(scheduler.__all__) >= {"start_scheduler", "SchedulerError", "NotFoundError",
+                                      "ResourceManagerCallback"}
+    from scheduler import testing
+
+    assert set(testing.__all__) >= {"ManualClock"}
+
+
+async def test_register_with_invalid_config_raises(core: scheduler.Core) -> None:
+    with pytest.raises(scheduler.SchedulerError):
+        await core.register_resource_manager(
+            si.RegisterResourceManagerRequest(rm_id="rm", config="partitions: [{name: x"),
+            RecordingCallback())
+
+
+async def test_register_without_rm_id_raises(core: scheduler.Core) -> None:
+    with pytest.raises(scheduler.SchedulerError, match="rm_id"):
+        await core.register_resource_manager(si.RegisterResourceManagerRequest(),
+                                             RecordingCallback())
+
+
+async def test_default_config_when_empty(core: scheduler.Core) -> None:
+    rm = RecordingCallback()
+    await core.register_resource_manager(si.RegisterResourceManagerRequest(rm_id="rm"), rm)
+    parts = await core.get_partitions()
+    assert [p["name"] for p in parts] == ["default"]
+    root = await core.get_queue("default", "root")
+    assert root["queuename"] == "root" and root["isLeaf"] is False
+
+
+async def test_requests_from_an_unknown_rm_raise(driver: Driver) -> None:
+    with pytest.raises(scheduler.SchedulerError, match="not registered"):
+        await driver.core.update_node(si.NodeRequest(rm_id="nobody", nodes=[node("n")]))
+    with pytest.raises(scheduler.SchedulerError):
+        await driver.core.update_allocation(si.NodeRequest(rm_id=RM))  # type: ignore[arg-type]
+
+
+async def test_reregistration_drops_all_state(driver: Driver) -> None:
+    await driver.nodes(node("n1"))
+    await driver.apps(app("app-1"))
+    await driver.settle()
+    await driver.register()
+    await driver.settle()
+    with pytest.raises(scheduler.NotFoundError):
+        await driver.core.get_node("default", "n1")
+    with pytest.raises(scheduler.NotFoundError):
+        await driver.core.get_application("default", "app-1")
+    await driver.nodes(node("n1"))
+    await driver.settle()
+    assert (await driver.core.get_node("default", "n1"))["nodeID"] == "n1"
+
+
+# =================================================================================== nodes
+async def test_node_create_accepted_duplicate_rejected(driver: Driver) -> None:
+    await driver.nodes(node("n1"), node("n1"))
+    await driver.settle()
+    assert driver.rm.accepted_nodes == ["n1"]
+    [rejected] = driver.rm.rejected_nodes
+    assert rejected.node_id == "n1" and "already exists" in rejected.reason
+
+
+async def test_node_with_negative_capacity_rejected(driver: Driver) -> None:
+    bad = si.NodeInfo(node_id="bad", action=si.ActionFromRM.CREATE,
+                      schedulable_resource=si.Resource.of(memory=-1))
+    await driver.nodes(bad)
+    await driver.settle()
+    [rejected] = driver.rm.rejected_nodes
+    assert rejected.node_id == "bad" and "negative" in rejected.reason
+
+
+async def test_node_update_occupied_and_capacity(driver: Driver) -> None:
+    await driver.nodes(node("n1", memory=100, vcore=10))
+    await driver.nodes(si.NodeInfo(node_id="n1", action=si.ActionFromRM.UPDATE,
+                                   schedulable_resource=si.Resource.of(memory=200, vcore=20),
+                                   occupied_resource=si.Resource.of(memory=50, vcore=5)))
+    await driver.settle()
+    info = await driver.core.get_node("default", "n1")
+    assert info["capacity"] == {"memory": 200, "vcore": 20}
+    assert info["occupied"] == {"memory": 50, "vcore": 5}
+    assert info["available"] == {"memory": 150, "vcore": 15}
+
+
+async def test_drained_node_gets_no_allocations_until_schedulable(driver: Driver) -> None:
+    await driver.nodes(node("n1"))
+    await driver.nodes(si.NodeInfo(node_id="n1", action=si.ActionFromRM.DRAIN_NODE))
+    await driver.apps(app("a1"))
+    await driver.asks(ask("k1", "a1"))
+    await driver.settle()
+    assert driver.allocs() == []
+    assert (await driver.core.get_node("default", "n1"))["schedulable"] is False
+    await driver.nodes(si.NodeInfo(node_id="n1", action=si.ActionFromRM.DRAIN_TO_SCHEDULABLE))
+    await driver.settle()
+    assert [a.node_id for a in driver.allocs()] == ["n1"]
+
+
+async def test_decommission_releases_the_allocations_on_the_node(driver: Driver) -> None:
+    await driver.nodes(node("n1"))
+    await driver.apps(app("a1"))
+    await driver.asks(ask("k1", "a1"))
+    await driver.settle()
+    [alloc] = driver.allocs()
+    await driver.nodes(si.NodeInfo(node_id="n1", action=si.ActionFromRM.DECOMISSION))
+    await driver.settle()
+    assert [r.uuid for r in driver.rm.released] == [alloc.uuid]
+    with pytest.raises(scheduler.NotFoundError):
+        await driver.core.get_node("default", "n1")
+    queue = await driver.core.get_queue("default", "root.a")
+    assert queue["allocatedResource"] == {}
+
+
+# ============================================================================ applications
+async def test_application_accepted_and_reported_new(driver: Driver) -> None:
+    await driver.apps(app("a1"))
+    await driver.settle()
+    assert driver.rm.accepted_apps == ["a1"]
+    info = await driver.core.get_application("default", "a1")
+    assert info["applicationState"] == "New"
+    assert info["queueName"] == "root.a"
+
+
+@pytest.mark.parametrize(("queue", "reason"), [
+    ("root.nope", "does not exist"),
+    ("root.parent", "not a leaf"),
+    ("root", "not a leaf"),
+])
+async def test_application_rejected_with_reason(driver: Driver, queue: str, reason: str) -> None:
+    await driver.apps(app("a1", queue=queue))
+    await driver.settle()
+    [rejected] = driver.rm.rejected_apps
+    assert rejected.application_id == "a1" and reason in rejected.reason
+    info = await driver.core.get_application("default", "a1")
+    assert info["applicationState"] == "Rejected"
+    assert reason in info["rejectedMessage"]
+
+
+async def test_short_queue_name_is_under_root(driver: Driver) -> None:
+    await driver.apps(app("a1", queue="parent.child"))
+    await driver.settle()
+    assert driver.rm.accepted_apps == ["a1"]
+    assert (await driver.core.get_application("default", "a1"))["queueName"] == "root.parent.child"
+
+
+async def test_duplicate_application_rejected(driver: Driver) -> None:
+    await driver.apps(app("a1"), app("a1"))
+    await driver.settle()
+    assert driver.rm.accepted_apps == ["a1"]
+    assert "already exists" in driver.rm.rejected_apps[0].reason
+
+
+async def test_application_without_id_rejected_by_the_proxy(driver: Driver) -> None:
+    await driver.apps(app(""))
+    await driver.settle()
+    assert "application id is missing" in driver.rm.rejected_apps[0].reason
+
+
+async def test_bad_gang_style_rejected(driver: Driver) -> None:
+    await driver.apps(app("a1", gang_scheduling_style="Medium"))
+    await driver.settle()
+    assert "neither Hard nor Soft" in driver.rm.rejected_apps[0].reason
+
+
+async def test_submit_acl_is_enforced(core: scheduler.Core) -> None:
+    d = Driver(core, ManualClock())
+    await d.register("""
+partitions:
+  - name: default
+    queues:
+      - name: root
+        queues:
+          - name: open
+            submitacl: "*"
+          - name: closed
+            submitacl: "bob"
+""")
+    await d.apps(app("a1", queue="root.closed", user="alice"),
+                 app("a2", queue="root.closed", user="bob"),
+                 app("a3", queue="root.open", user="alice"))
+    await d.settle()
+    assert d.rm.accepted_apps == ["a2", "a3"]
+    assert "may not submit" in d.rm.rejected_apps[0].reason
+
+
+async def test_lifecycle_new_accepted_starting_running(driver: Driver) -> None:
+    await driver.nodes(node("n1"))
+    await driver.apps(app("a1"))
+    await driver.asks(ask("k1", "a1"))
+    await driver.settle()
+    assert driver.rm.app_states("a1") == ["Accepted", "Starting"]
+    await driver.asks(ask("k2", "a1"))
+    await driver.settle()
+    assert driver.rm.app_states("a1") == ["Accepted", "Starting", "Running"]
+    info = await driver.core.get_application("default", "a1")
+    assert [s["applicationState"] for s in info["stateLog"]] == [
+        "New", "Accepted", "Starting", "Running"]
+
+
+async def test_starting_becomes_running_after_five_minutes(driver: Driver) -> None:
+    await driver.nodes(node("n1"))
+    await driver.apps(app("a1"))
+    await driver.asks(ask("k1", "a1"))
+    await driver.settle()
+    await driver.clock.advance(299)
+    assert driver.rm.app_states("a1")[-1] == "Starting"
+    await driver.clock.advance(1)
+    assert driver.rm.app_states("a1")[-1] == "Running"
+
+
+async def test_completing_then_completed_then_expired(driver: Driver) -> None:
+    await driver.nodes(node("n1"))
+    await driver.apps(app("a1"))
+    await driver.asks(ask("k1", "a1"), ask("k2", "a1"))
+    await driver.settle()
+    await driver.release(*driver.allocs("a1"))
+    await driver.settle()
+    assert driver.rm.app_states("a1")[-1] == "Completing"
+    await driver.clock.advance(29)
+    assert driver.rm.app_states("a1")[-1] == "Completing"
+    await driver.clock.advance(1)
+    assert driver.rm.app_states("a1")[-1] == "Completed"
+    queue = await driver.core.get_queue("default", "root.a")
+    assert queue["applications"] == []
+    assert (await driver.core.get_application("default", "a1"))["applicationState"] == "Completed"
+    await driver.clock.advance(3 * 24 * 3600)
+    with pytest.raises(scheduler.NotFoundError):
+        await driver.core.get_application("default", "a1")
+    # the id may be used again
+    await driver.apps(app("a1"))
+    await driver.settle()
+    assert driver.rm.accepted_apps == ["a1", "a1"]
+
+
+async def test_new_ask_during_completing_brings_it_back_to_running(driver: Driver) -> None:
+    await driver.nodes(node("n1"))
+    await driver.apps(app("a1"))
+    await driver.asks(ask("k1", "a1"))
+    await driver.settle()
+    await driver.release(*driver.allocs("a1"))
+    await driver.settle()
+    assert driver.rm.app_states("a1")[-1] == "Completing"
+    await driver.asks(ask("k2", "a1"))
+    await driver.settle()
+    assert driver.rm.app_states("a1")[-1] == "Running"
+    await driver.clock.advance(60)
+    assert driver.rm.app_states("a1")[-1] == "Running"
+
+
+async def test_remove_application_releases_its_allocations(driver: Driver) -> None:
+    await driver.nodes(node("n1"))
+    await driver.apps(app("a1"))
+    await driver.asks(ask("k1", "a1", count=2), ask("k2", "a1", memory=1000))
+    await driver.settle()
+    uuids = {a.uuid for a in driver.allocs("a1")}
+    await driver.remove_apps("a1")
+    await driver.settle()
+    assert {r.uuid for r in driver.rm.released} == uuids
+    assert all(r.termination_type == si.TerminationType.STOPPED_BY_RM
+               for r in driver.rm.released)
+    info = await driver.core.get_application("default", "a1")
+    assert info["applicationState"] == "Completed"
+    queue = await driver.core.get_queue("default", "root.a")
+    assert queue["allocatedResource"] == {} and queue["pendingResource"] == {}
+    assert (await driver.core.get_node("default", "n1"))["allocated"] == {}
+
+
+# ==================================================================================== asks
+async def test_max_allocations_gives_that_many(driver: Driver) -> None:
+    await driver.nodes(node("n1"))
+    await driver.apps(app("a1"))
+    await driver.asks(ask("k1", "a1", count=3))
+    await driver.settle()
+    allocs = driver.allocs("a1")
+    assert [a.allocation_key for a in allocs] == ["k1"] * 3
+    assert len({a.uuid for a in allocs}) == 3
+    assert all(a.partition_name == "default" and a.node_id == "n1" and
+               a.resource_per_alloc == si.Resource.of(memory=10, vcore=1) for a in allocs)
+
+
+async def test_ask_update_with_same_key_replaces_it(driver: Driver) -> None:
+    await driver.apps(app("a1"))
+    await driver.asks(ask("k1", "a1", count=2))
+    await driver.asks(ask("k1", "a1", memory=20, count=3))
+    await driver.settle()
+    info = await driver.core.get_application("default", "a1")
+    assert info["pendingResource"] == {"memory": 60, "vcore": 3}
+    assert [(r["allocationKey"], r["pendingCount"]) for r in info["requests"]] == [("k1", 3)]
+    queue = await driver.core.get_queue("default", "root.a")
+    assert queue["pendingResource"] == {"memory": 60, "vcore": 3}
+
+
+async def test_ask_release_removes_pending(driver: Driver) -> None:
+    await driver.apps(app("a1"))
+    await driver.asks(ask("k1", "a1"), ask("k2", "a1"))
+    await driver.release_asks("a1", "k1")
+    await driver.settle()
+    info = await driver.core.get_application("default", "a1")
+    assert [r["allocationKey"] for r in info["requests"]] == ["k2"]
+    await driver.release_asks("a1")
+    await driver.settle()
+    info = await driver.core.get_application("default", "a1")
+    assert info["requests"] == [] and info["applicationState"] == "Completing"
+
+
+@pytest.mark.parametrize(("bad", "reason"), [
+    (si.AllocationAsk(allocation_key="", application_id="a1",
+                      resource_ask=si.Resource.of(memory=1)), "allocation key"),
+    (si.AllocationAsk(allocation_key="k", application_id="a1",
+                      resource_ask=si.Resource.of(memory=-1)), "negative"),
+    (si.AllocationAsk(allocation_key="k", application_id="a1"), "empty"),
+    (si.AllocationAsk(allocation_key="k", application_id="nope",
+                      resource_ask=si.Resource.of(memory=1)), "not found"),
+    (si.AllocationAsk(allocation_key="k", application_id="a1", partition_name="other",
+                      resource_ask=si.Resource.of(memory=1)), "partition"),
+    (si.AllocationAsk(allocation_key="k", application_id="a1", max_allocations=-2,
+                      resource_ask=si.Resource.of(memory=1)), "max allocations"),
+])
+async def test_bad_asks_rejected_with_a_reason(driver: Driver, bad: si.AllocationAsk,
+                                               reason: str) -> None:
+    await driver.apps(app("a1"))
+    await driver.asks(bad, ask("good", "a1"))
+    await driver.settle()
+    [rejected] = driver.rm.rejected_asks
+    assert reason in rejected.reason
+    info = await driver.core.get_application("default", "a1")
+    assert [r["allocationKey"] for r in info["requests"]] == ["good"]
+
+
+async def test_wrong_types_raise_scheduler_error(driver: Driver) -> None:
+    with pytest.raises(scheduler.SchedulerError):
+        await driver.core.update_allocation(si.AllocationRequest(rm_id=RM, asks=["x"]))  # type: ignore[list-item]
+    with pytest.raises(scheduler.SchedulerError):
+        await driver.core.update_node(si.NodeRequest(rm_id=RM, nodes=[{"nodeID": "n"}]))  # type: ignore[list-item]
+
+
+async def test_asks_sorted_by_priority_then_age(driver: Driver) -> None:
+    await driver.apps(app("a1"))
+    await driver.asks(ask("low", "a1"), ask("high", "a1", priority=10), ask("low2", "a1"))
+    await driver.settle()
+    await driver.nodes(node("n1", memory=20, vcore=2))
+    await driver.settle()
+    assert [a.allocation_key for a in driver.allocs()] == ["high", "low"]
+
+
+# ============================================================================= allocations
+async def test_release_by_rm_is_confirmed_and_frees_resources(driver: Driver) -> None:
+    await driver.nodes(node("n1"))
+    await driver.apps(app("a1"))
+    await driver.asks(ask("k1", "a1", count=2))
+    await driver.settle()
+    first, second = driver.allocs("a1")
+    await driver.release(first)
+    await driver.settle()
+    [released] = driver.rm.released
+    assert released.uuid == first.uuid
+    assert released.termination_type == si.TerminationType.STOPPED_BY_RM
+    assert (await driver.core.get_node("default", "n1"))["allocated"] == {"memory": 10, "vcore": 1}
+    assert (await driver.core.get_queue("default", "root.a"))["allocatedResource"] == {
+        "memory": 10, "vcore": 1}
+
+
+async def test_each_allocation_reaches_the_rm_once(driver: Driver) -> None:
+    await driver.nodes(*(node(f"n{i}") for i in range(5)))
+    await driver.apps(app("a1"), app("b1", queue="root.b"))
+    await driver.asks(ask("ka", "a1", count=20), ask("kb", "b1", count=20))
+    await driver.settle()
+    await driver.nodes(node("n9"))
+    await driver.settle()
+    allocs = driver.allocs()
+    assert len(allocs) == 40
+    assert len({a.uuid for a in allocs}) == 40
+
+
+async def test_queue_max_is_respected_up_the_chain(core: scheduler.Core) -> None:
+    d = Driver(core, ManualClock())
+    await d.register("""
+partitions:
+  - name: default
+    queues:
+      - name: root
+        submitacl: "*"
+        queues:
+          - name: p
+            resources: {max: {memory: 30}}
+            queues:
+              - name: leaf
+""")
+    await d.nodes(node("n1", memory=1000, vcore=100))
+    await d.apps(app("a1", queue="root.p.leaf"))
+    await d.asks(ask("k", "a1", count=5))
+    await d.settle()
+    assert len(d.allocs()) == 3
+    queue = await core.get_queue("default", "root.p")
+    assert queue["allocatedResource"]["memory"] == 30
+    assert queue["pendingResource"]["memory"] == 20
+    await d.release(d.allocs()[0])
+    await d.settle()
+    assert len(d.allocs()) == 4
+
+
+async def test_node_capacity_is_never_exceeded(driver: Driver) -> None:
+    await driver.nodes(node("n1", memory=25, vcore=10), node("n2", memory=25, vcore=10))
+    await driver.apps(app("a1", queue="root.b"))
+    await driver.asks(ask("k", "a1", count=10))
+    await driver.settle()
+    assert sorted(a.node_id for a in driver.allocs()) == ["n1", "n1", "n2", "n2"]
+
+
+async def test_queues_share_by_guaranteed(driver: Driver) -> None:
+    await driver.nodes(node("n1", memory=100, vcore=100))
+    await driver.apps(app("a1", queue="root.a"), app("b1", queue="root.b"))
+    await driver.asks(ask("ka", "a1", count=10), ask("kb", "b1", count=10))
+    await driver.settle()
+    a = len(driver.allocs("a1"))
+    b = len(driver.allocs("b1"))
+    assert a + b == 10 and a == b == 5
+
+
+async def test_fifo_queue_serves_the_oldest_application_first(driver: Driver) -> None:
+    await driver.apps(app("first"), app("second"))
+    await driver.asks(ask("k2", "second", count=3), ask("k1", "first", count=3))
+    await driver.settle()
+    await driver.nodes(node("n1", memory=40, vcore=10))
+    await driver.settle()
+    assert [a.application_id for a in driver.allocs()] == ["first"] * 3 + ["second"]
+
+
+async def test_fair_queue_balances_applications(driver: Driver) -> None:
+    await driver.apps(app("x", queue="root.fair"), app("y", queue="root.fair"))
+    await driver.asks(ask("kx", "x", count=4), ask("ky", "y", count=4))
+    await driver.settle()
+    await driver.nodes(node("n1", memory=40, vcore=10))
+    await driver.settle()
+    assert sorted(a.application_id for a in driver.allocs()) == ["x", "x", "y", "y"]
+
+
+@pytest.mark.parametrize(("policy", "expected"), [("fair", ["n1", "n2", "n1", "n2"]),
+                                                  ("binpacking", ["n1", "n1", "n1", "n1"])])
+async def test_node_sorting_policy(core: scheduler.Core, policy: str, expected: list[str]) -> None:
+    d = Driver(core, ManualClock())
+    await d.register(f"""
+partitions:
+  - name: default
+    nodesortpolicy: {{type: {policy}}}
+    queues:
+      - name: root
+        submitacl: "*"
+        queues: [{{name: dyn}}]
+""")
+    await d.nodes(node("n1"), node("n2"))
+    await d.apps(app("a1", queue="root.dyn"))
+    for i in range(4):
+        await d.asks(ask(f"k{i}", "a1"))
+        await d.settle()
+    assert [a.node_id for a in d.allocs()] == expected
+    assert (await core.get_partitions())[0]["nodeSortingPolicy"]["type"] == policy
+
+
+# ========================================================================= configuration
+async def test_quantities_follow_yunikorn_rules(core: scheduler.Core) -> None:
+    d = Driver(core, ManualClock())
+    await d.register("""
+partitions:
+  - name: default
+    queues:
+      - name: root
+        queues:
+          - name: q
+            resources: {max: {memory: 150M, vcore: 250m}, guaranteed: {memory: 10Mi}}
+""")
+    queue = await core.get_queue("default", "root.q")
+    assert queue["maxResource"] == {"memory": 150_000_000, "vcore": 250}
+    assert queue["guaranteedResource"] == {"memory": 10 * 1024 * 1024}
+
+
+async def test_update_configuration_applies_and_invalid_keeps_old(driver: Driver) -> None:
+    new = QUEUES.replace("max: {memory: 1000, vcore: 100}", "max: {memory: 2000, vcore: 100}")
+    await driver.core.update_configuration(si.UpdateConfigurationRequest(rm_id=RM, config=new))
+    assert (await driver.core.get_queue("default", "root.a"))["maxResource"]["memory"] == 2000
+    with pytest.raises(scheduler.SchedulerError):
+        await driver.core.update_configuration(si.UpdateConfigurationRequest(
+            rm_id=RM, config="partitions: [{name: default, queues: [{name: root, resources: "
+                             "{max: {memory: -1}}}]}]"))
+    assert (await driver.core.get_queue("default", "root.a"))["maxResource"]["memory"] == 2000
+
+
+async def test_removed_queue_drains(driver: Driver) -> None:
+    await driver.apps(app("a1", queue="root.b"))
+    await driver.asks(ask("k", "a1"))
+    await driver.settle()
+    new = QUEUES.replace("""          - name: b
+            resources:
+              guaranteed: {memory: 500, vcore: 50}
+""", "")
+    await driver.core.update_configuration(si.UpdateConfigurationRequest(rm_id=RM, config=new))
+    assert (await driver.core.get_queue("default", "root.b"))["status"] == "Draining"
+    await driver.apps(app("a2", queue="root.b"))
+    await driver.settle()
+    assert "Draining" in driver.rm.rejected_apps[0].reason
+
+
+async def test_dynamic_queue_created_and_removed_when_empty(core: scheduler.Core,
+                                                            clock: ManualClock) -> None:
+    d = Driver(core, clock)
+    await d.register("")  # the built-in default: applications name their queue
+    await d.nodes(node("n1"))
+    await d.apps(app("a1", queue="root.team.x"))
+    await d.asks(ask("k", "a1"))
+    await d.settle()
+    queue = await core.get_queue("default", "root.team.x")
+    assert queue["isManaged"] is False and queue["allocatedResource"] == {"memory": 10, "vcore": 1}
+    await d.release(*d.allocs())
+    await d.settle()
+    await clock.advance(30)  # Completing -> Completed: the app leaves the queue
+    await clock.advance(10)
+    with pytest.raises(scheduler.NotFoundError):
+        await core.get_queue("default", "root.team.x")
+    with pytest.raises(scheduler.NotFoundError):
+        await core.get_queue("default", "root.team")
+
+
+# ================================================================================ queries
+async def test_query_shapes(driver: Driver) -> None:
+    await driver.nodes(node("n1"))
+    await driver.apps(app("a1"))
+    await driver.asks(ask("k1", "a1"), ask("k2", "a1", memory=10_000))
+    await driver.settle()
+    appinfo = await driver.core.get_application("default", "a1")
+    for key in ("applicationID", "applicationState", "queueName", "partition", "usedResource",
+                "pendingResource", "allocations", "requests", "placeholderData", "stateLog",
+                "rejectedMessage"):
+        assert key in appinfo, key
+    [alloc] = appinfo["allocations"]
+    assert {"allocationKey", "uuid", "nodeId", "resource", "placeholder",
+            "taskGroupName"} <= set(alloc)
+    nodeinfo = await driver.core.get_node("default", "n1")
+    for key in ("nodeID", "capacity", "allocated", "occupied", "available", "schedulable",
+                "allocations", "reservations"):
+        assert key in nodeinfo, key
+    root = await driver.core.get_queue("default", "root")
+    assert {c["queuename"] for c in root["children"]} >= {"root.a", "root.b"}
+    assert root["pendingResource"] == {"memory": 10_000, "vcore": 1}
+    [part] = await driver.core.get_partitions()
+    assert part["totalNodes"] == 1 and part["applications"]["Starting"] == 1
+    assert part["capacity"]["capacity"] == {"memory": 100, "vcore": 10}
+    dump = await driver.core.state_dump()
+    assert dump["partitions"][0]["applications"][0]["applicationID"] == "a1"
+
+
+async def test_not_found_errors(driver: Driver) -> None:
+    for coro in (driver.core.get_queue("default", "root.zzz"),
+                 driver.core.get_queue("nopart", "root"),
+                 driver.core.get_application("default", "nope"),
+                 driver.core.get_node("default", "nope")):
+        with pytest.raises(scheduler.NotFoundError):
+            await coro
+
+
+# ============================================================================== callbacks
+class Exploding(RecordingCallback):
+    async def update_node(self, response: si.NodeResponse) -> None:
+        raise RuntimeError("RM bug")
+
+
+async def test_callback_exception_does_not_stop_the_core(core: scheduler.Core) -> None:
+    rm = Exploding()
+    await core.register_resource_manager(si.RegisterResourceManagerRequest(rm_id="rm"), rm)
+    await core.update_node(si.NodeRequest(rm_id="rm", nodes=[node("n1")]))
+    await core.update_application(si.ApplicationRequest(rm_id="rm", new=[app("a1", "root.x")]))
+    await core.update_allocation(si.AllocationRequest(rm_id="rm", asks=[ask("k", "a1")]))
+    await core.settle()
+    assert len(rm.allocations) == 1
+
+
+async def test_recovery_of_existing_allocations(driver: Driver) -> None:
+    await driver.apps(app("a1"))
+    await driver.settle()
+    existing = si.Allocation(allocation_key="k0", uuid="old-1", application_id="a1",
+                             node_id="n1", partition_name="default",
+                             resource_per_alloc=si.Resource.of(memory=30, vcore=3))
+    await driver.nodes(node("n1", existing_allocations=[existing]))
+    await driver.settle()
+    assert driver.rm.accepted_nodes == ["n1"]
+    info = await driver.core.get_node("default", "n1")
+    assert info["allocated"] == {"memory": 30, "vcore": 3}
+    appinfo = await driver.core.get_application("default", "a1")
+    assert [a["uuid"] for a in appinfo["allocations"]] == ["old-1"]
+    assert appinfo["applicationState"] == "Starting"
+    await driver.release(si.Allocation(uuid="old-1", application_id="a1"))
+    await driver.settle()
+    assert [r.uuid for r in driver.rm.released] == ["old-1"]
+
+
+async def test_recovery_for_unknown_application_rejects_the_node(driver: Driver) -> None:
+    existing = si.Allocation(allocation_key="k0", uuid="old-1", application_id="ghost",
+                             resource_per_alloc=si.Resource.of(memory=1))
+    await driver.nodes(node("n1", existing_allocations=[existing]))
+    await driver.settle()
+    [rejected] = driver.rm.rejected_nodes
+    assert "ghost" in rejected.reason
