@@ -258,10 +258,25 @@ class ActorRef:
         if not cell.scheduled:
             dispatcher._schedule(cell)
         if timeout is SYSTEM_DEFAULT:
-            timeout = cell.system.default_ask_timeout
+            system = cell.system
+            if system._ask_timeout is None:
+                return await future
+            # Every default-timeout ask has the same timeout, so deadlines arrive in order:
+            # one queue and one loop timer guard them all (a call_later per ask costs more).
+            deadlines = system._deadlines
+            deadlines.append((loop.time() + system._ask_timeout, future, self.name))
+            if system._deadline_timer is None:
+                system._arm_deadlines()
+            try:
+                return await future
+            finally:
+                while deadlines and deadlines[0][1].done():
+                    deadlines.popleft()
+                if len(deadlines) > system._deadlines_limit:
+                    system._compact_deadlines()
         if timeout is None:
             return await future
-        expiry = loop.call_later(timeout, _expire, future, self.name, timeout)
+        expiry = loop.call_later(timeout, expire, future, self.name, timeout)
         try:
             return await future
         finally:
@@ -293,6 +308,6 @@ class ActorRef:
         return f"<ActorRef {self.name} queued={queued} peak={max(cell.peak, queued)}{state}>"
 
 
-def _expire(future: asyncio.Future[object], name: str, timeout: float) -> None:
+def expire(future: asyncio.Future[object], name: str, timeout: float | None) -> None:
     if not future.done():
         future.set_exception(AskTimeoutError(f"ask to {name!r} timed out after {timeout}s"))

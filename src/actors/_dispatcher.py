@@ -108,18 +108,55 @@ class Dispatcher:
     # -- the task --------------------------------------------------------------------
 
     async def _run(self) -> None:
+        # One function on purpose: the wake-drain-idle cycle is the ask round trip's hot path.
         self._task = asyncio.current_task()
         loop = asyncio.get_running_loop()
+        system = self._system
+        ready = self._ready
+        batch = self.batch
+        budget = _YIELD_EVERY
         try:
             while True:
-                await self._drain()
+                while ready:
+                    cell = ready.popleft()
+                    if cell.control:
+                        await self._control(cell)
+                        if cell.dead:
+                            continue
+                    mailbox = cell.mailbox
+                    n = len(mailbox)
+                    if n and not cell.closed:
+                        if n > cell.peak:
+                            cell.peak = n
+                        k = n if n < batch else batch
+                        started = perf_counter()
+                        if not cell.fast:
+                            done = await self._run_general(cell, k)
+                        elif cell.asks:
+                            done = self._run_sync_mixed(cell, k)
+                        else:
+                            done = self._run_sync(cell, k)
+                        cell.handler_time += perf_counter() - started
+                        cell.processed += done
+                        budget -= done
+                    if cell.control or mailbox:
+                        ready.append(cell)
+                    else:
+                        cell.scheduled = False
+                        cell.hot = False
+                    if budget <= 0:
+                        budget = _YIELD_EVERY
+                        await asyncio.sleep(0)
                 if self._drainers:
                     await self._drained()
-                    if self._ready:
+                    if ready:
                         continue
                 if not self._cells:
                     return  # the last actor stopped; spawn starts a new task
-                self._go_idle()
+                self._idle = True
+                system._busy -= 1
+                if not system._busy and system._settlers:
+                    system._wake_settlers()
                 waiter: asyncio.Future[None] = loop.create_future()
                 self._waiter = waiter
                 await waiter
@@ -128,54 +165,15 @@ class Dispatcher:
             self._task = None
             self._waiter = None
             if not self._idle:
-                self._go_idle()
-
-    def _go_idle(self) -> None:
-        self._idle = True
-        system = self._system
-        system._busy -= 1
-        if not system._busy:
-            system._wake_settlers()
-
-    async def _drain(self) -> None:
-        ready = self._ready
-        batch = self.batch
-        budget = _YIELD_EVERY
-        while ready:
-            cell = ready.popleft()
-            if cell.control:
-                await self._control(cell)
-                if cell.dead:
-                    continue
-            mailbox = cell.mailbox
-            n = len(mailbox)
-            if n and not cell.closed:
-                if n > cell.peak:
-                    cell.peak = n
-                k = n if n < batch else batch
-                started = perf_counter()
-                if cell.fast:
-                    done = self._run_sync(cell, k)
-                else:
-                    done = await self._run_general(cell, k)
-                cell.handler_time += perf_counter() - started
-                cell.processed += done
-                budget -= done
-            if cell.control or mailbox:
-                ready.append(cell)
-            else:
-                cell.scheduled = False
-                cell.hot = False
-            if budget <= 0:
-                budget = _YIELD_EVERY
-                await asyncio.sleep(0)
+                self._idle = True
+                system._busy -= 1
+                if not system._busy:
+                    system._wake_settlers()
 
     # -- message handling --------------------------------------------------------------
 
     def _run_sync(self, cell: Cell, k: int) -> int:
-        """The hot path: k tells to a synchronous `receive`."""
-        if cell.asks:
-            return self._run_sync_mixed(cell, k)
+        """The hot path: k tells (no asks among them) to a synchronous `receive`."""
         popleft = cell.mailbox.popleft
         receive = cell.receive
         message: object = None
@@ -271,6 +269,10 @@ class Dispatcher:
                 reply = await reply  # type: ignore[misc]
         except Exception as exc:
             self._ask_failed(cell, ask, exc)
+        except BaseException:  # cancelled (the system crashed): the asker must not hang
+            if not future.done():
+                future.set_exception(ActorDeadError(f"actor {cell.name!r} stopped"))
+            raise
         else:
             if not future.done():
                 future.set_result(reply)

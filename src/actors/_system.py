@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections import deque
 from collections.abc import Callable
 from types import TracebackType
 from typing import Final
@@ -10,13 +11,14 @@ from typing import Final
 import anyio
 from loguru import logger
 
-from ._actor import START, STOP, Actor, ActorRef, Cell, MailboxStats
+from ._actor import START, STOP, Actor, ActorRef, Cell, MailboxStats, expire
 from ._clock import Clock, ManualClock, SystemClock
 from ._dispatcher import DEFAULT_BATCH, Dispatcher, fail_asks
 from ._timers import Timers
 
 __all__ = ["ActorSystem"]
 
+_DEADLINES_COMPACT_AT = 1024
 _NEW: Final = "new"
 _RUNNING: Final = "running"
 _STOPPING: Final = "stopping"
@@ -49,7 +51,10 @@ class ActorSystem:
         self, clock: Clock | None = None, *, default_ask_timeout: float | None = 30.0
     ) -> None:
         self.clock: Clock = clock if clock is not None else SystemClock()
-        self.default_ask_timeout = default_ask_timeout
+        self._ask_timeout = default_ask_timeout
+        self._deadlines: deque[tuple[float, asyncio.Future[object], str]] = deque()
+        self._deadlines_limit = _DEADLINES_COMPACT_AT
+        self._deadline_timer: asyncio.TimerHandle | None = None
         self.timers = Timers(self.clock)
         self._cells: dict[str, Cell] = {}
         self._dispatchers: dict[str, Dispatcher] = {}
@@ -61,7 +66,7 @@ class ActorSystem:
         self._ready_event = asyncio.Event()
         self._stop_event = asyncio.Event()
         self._task_group: anyio.abc.TaskGroup | None = None
-        self._timer_scope = anyio.CancelScope()
+        self._timer_scope: anyio.CancelScope | None = None
         self._owner: asyncio.Task[None] | None = None
         if isinstance(self.clock, ManualClock):
             self.clock._attach(self)
@@ -85,6 +90,7 @@ class ActorSystem:
             raise RuntimeError(f"ActorSystem.run() called on a {self._state} system")
         asyncio.get_running_loop()  # the asyncio backend is required
         self._state = _RUNNING
+        self._timer_scope = anyio.CancelScope()
         try:
             async with anyio.create_task_group() as task_group:
                 self._task_group = task_group
@@ -139,6 +145,11 @@ class ActorSystem:
         self.stop()
         assert self._owner is not None
         await self._owner
+
+    @property
+    def default_ask_timeout(self) -> float | None:
+        """Real seconds an `ask` waits unless it passes its own `timeout`."""
+        return self._ask_timeout
 
     @property
     def running(self) -> bool:
@@ -271,6 +282,31 @@ class ActorSystem:
     def _fire_due_timers(self) -> None:
         self.timers._fire_due()
 
+    # -- ask deadlines (default timeout) ----------------------------------------------
+
+    def _arm_deadlines(self) -> None:
+        if self._deadlines:
+            loop = asyncio.get_running_loop()
+            self._deadline_timer = loop.call_at(self._deadlines[0][0], self._expire_asks)
+
+    def _expire_asks(self) -> None:
+        self._deadline_timer = None
+        deadlines = self._deadlines
+        now = asyncio.get_running_loop().time()
+        while deadlines:
+            deadline, future, name = deadlines[0]
+            if not future.done():
+                if deadline > now:
+                    break
+                expire(future, name, self._ask_timeout)
+            deadlines.popleft()
+        self._arm_deadlines()
+
+    def _compact_deadlines(self) -> None:
+        """Drop answered asks stuck behind a slow one, so the queue stays small."""
+        self._deadlines = deque(e for e in self._deadlines if not e[1].done())
+        self._deadlines_limit = max(_DEADLINES_COMPACT_AT, 2 * len(self._deadlines))
+
     # -- internals -----------------------------------------------------------------
 
     def _start(self, dispatcher: Dispatcher) -> None:
@@ -279,6 +315,7 @@ class ActorSystem:
         self._task_group.start_soon(dispatcher._run, name=f"actors-dispatcher-{dispatcher.name}")
 
     async def _run_timers(self) -> None:
+        assert self._timer_scope is not None
         with self._timer_scope:
             await self.timers._run()
 
@@ -303,6 +340,10 @@ class ActorSystem:
             fail_asks(cell)
         self._cells.clear()
         self.timers._cancel_all()
+        if self._deadline_timer is not None:
+            self._deadline_timer.cancel()
+            self._deadline_timer = None
+        self._deadlines.clear()
         self._state = _STOPPED
         self._stop_requested = True
         self._busy = 0

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from enum import StrEnum
 from typing import TYPE_CHECKING
-
-from sortedcontainers import SortedKeyList
 
 from scheduler._objects import Allocation, Ask
 from scheduler._resources import Res, add_into, add_scaled_into, sub_into
@@ -91,8 +90,51 @@ def next_state(state: AppState, event: AppEvent) -> AppState:
         raise InvalidTransition(f"no transition for {event} from {state}") from None
 
 
-def _ask_order(ask: Ask) -> tuple[int, int]:
-    return ask.sort_key
+class PendingAsks:
+    """Asks with pending allocations, by priority (high first) and then age (old first).
+
+    One insertion-ordered dict per priority: asks are numbered as they arrive, so appending
+    keeps each bucket in age order, and adding or removing an ask is O(1) (a new priority
+    is the only sort, and priorities are few).
+    """
+
+    __slots__ = ("_buckets", "_priorities")
+
+    def __init__(self) -> None:
+        self._buckets: dict[int, dict[str, Ask]] = {}
+        self._priorities: list[int] = []  # high first
+
+    def add(self, ask: Ask) -> None:
+        bucket = self._buckets.get(ask.priority)
+        if bucket is None:
+            bucket = self._buckets[ask.priority] = {}
+            self._priorities.append(ask.priority)
+            self._priorities.sort(reverse=True)
+        bucket[ask.allocation_key] = ask
+
+    def remove(self, ask: Ask) -> None:
+        bucket = self._buckets[ask.priority]
+        del bucket[ask.allocation_key]
+        if not bucket:
+            del self._buckets[ask.priority]
+            self._priorities.remove(ask.priority)
+
+    def __iter__(self) -> Iterator[Ask]:
+        buckets = self._buckets
+        for priority in self._priorities:
+            yield from buckets[priority].values()
+
+    def in_order(self) -> Iterable[Ask]:
+        """``iter(self)``, cheaper when there is one priority (the usual case)."""
+        if len(self._priorities) == 1:
+            return self._buckets[self._priorities[0]].values()
+        return iter(self)
+
+    def __len__(self) -> int:
+        return sum(len(b) for b in self._buckets.values())
+
+    def __bool__(self) -> bool:
+        return bool(self._priorities)
 
 
 class Application:
@@ -133,7 +175,7 @@ class Application:
         self.state_log: list[tuple[float, AppState]] = [(submit_time, AppState.NEW)]
         self.rejected_message = ""
         self.asks: dict[str, Ask] = {}
-        self.pending_asks: SortedKeyList = SortedKeyList(key=_ask_order)
+        self.pending_asks = PendingAsks()
         self.allocations: dict[str, Allocation] = {}
         self.allocated: Res = {}
         self.max_allocated: Res = {}
@@ -163,9 +205,12 @@ class Application:
         return not self.allocations and not self.pending_asks
 
     # -- asks ----------------------------------------------------------------------------
-    def add_ask(self, ask: Ask) -> Res:
-        """Add or replace (same key) an ask; returns the change of pending resources."""
-        delta: Res = {}
+    def add_ask(self, ask: Ask, delta: Res) -> None:
+        """Add or replace (same key) an ask; adds the change of pending resources to ``delta``.
+
+        The caller applies ``delta`` (to ``self.pending`` with ``apply_pending`` and to the
+        queue chain) once for a batch of asks.
+        """
         old = self.asks.get(ask.allocation_key)
         if old is not None:
             add_scaled_into(delta, old.resource, -old.pending)
@@ -175,8 +220,6 @@ class Application:
         if ask.pending > 0:
             self.pending_asks.add(ask)
             add_scaled_into(delta, ask.resource, ask.pending)
-        self._apply_pending(delta)
-        return delta
 
     def remove_ask(self, allocation_key: str) -> Res:
         """Drop an ask; returns the (negative) change of pending resources."""
@@ -186,30 +229,38 @@ class Application:
             self.pending_asks.remove(ask)
             add_scaled_into(delta, ask.resource, -ask.pending)
             ask.pending = 0
-            self._apply_pending(delta)
+            self.apply_pending(delta)
         return delta
 
-    def _apply_pending(self, delta: Res) -> None:
+    def apply_pending(self, delta: Res) -> None:
         add_into(self.pending, delta)
         for name in [n for n, v in self.pending.items() if not v]:
             del self.pending[name]
 
     # -- allocations (called by the partition's commit) -------------------------------
     def allocate_from(self, ask: Ask, alloc: Allocation) -> None:
+        """One allocation of ``ask``: pending moves to allocated."""
         ask.pending -= 1
         if ask.pending == 0:
             self.pending_asks.remove(ask)
-        sub_into(self.pending, ask.resource)
+        pending = self.pending
+        for name, v in ask.size:
+            left = pending.get(name, 0) - v
+            if left:
+                pending[name] = left
+            else:
+                pending.pop(name, None)
         self.add_allocation(alloc)
 
     def add_allocation(self, alloc: Allocation) -> None:
         self.allocations[alloc.uuid] = alloc
         allocated = self.allocated
-        add_into(allocated, alloc.resource)
         peak = self.max_allocated
-        for name, v in allocated.items():
-            if v > peak.get(name, 0):
-                peak[name] = v
+        for name, v in alloc.resource.items():
+            total = allocated.get(name, 0) + v
+            allocated[name] = total
+            if total > peak.get(name, 0):
+                peak[name] = total
 
     def remove_allocation(self, uuid: str) -> Allocation | None:
         alloc = self.allocations.pop(uuid, None)

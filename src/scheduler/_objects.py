@@ -11,7 +11,7 @@ from itertools import count
 from sortedcontainers import SortedList
 
 from scheduler import si
-from scheduler._resources import Res, add_into, sub, sub_into, to_si, usage_fraction
+from scheduler._resources import Res, add_into, sub, sub_into, to_si
 
 __all__ = ["Allocation", "Ask", "Node", "NodeIndex", "new_uuid"]
 
@@ -45,7 +45,6 @@ class Allocation:
 
     def __init__(
         self,
-        *,
         uuid: str,
         allocation_key: str,
         application_id: str,
@@ -74,12 +73,13 @@ class Allocation:
         # Released to the RM and waiting for its confirmation (the protocol's own in-between).
         self.release_pending: si.TerminationType | None = None
 
-    def to_si(self) -> si.Allocation:
+    def to_si(self, resource: si.Resource | None = None) -> si.Allocation:
+        """The SI message; ``resource`` is this allocation's resource already converted."""
         return si.Allocation(
             allocation_key=self.allocation_key,
             allocation_tags=self.tags,
             uuid=self.uuid,
-            resource_per_alloc=to_si(self.resource),
+            resource_per_alloc=resource if resource is not None else to_si(self.resource),
             priority=self.priority,
             node_id=self.node_id,
             application_id=self.application_id,
@@ -108,6 +108,8 @@ class Ask:
         "required_node",
         "resource",
         "seq",
+        "si_resource",
+        "size",
         "sort_key",
         "tags",
         "task_group_name",
@@ -146,6 +148,9 @@ class Ask:
         self.seq = seq
         # Asks sort by priority (high first) and then by age (old first).
         self.sort_key = (-priority, seq)
+        # What the hot path needs over and over: a hashable size and the SI form.
+        self.size = tuple(resource.items())
+        self.si_resource = to_si(resource)
 
     def __repr__(self) -> str:
         return f"<Ask {self.application_id}/{self.allocation_key} pending={self.pending}>"
@@ -191,8 +196,15 @@ class Node:
 
     def add_allocation(self, alloc: Allocation) -> None:
         self.allocations[alloc.uuid] = alloc
-        add_into(self.allocated, alloc.resource)
-        sub_into(self.available, alloc.resource)
+        allocated = self.allocated
+        available = self.available
+        for name, v in alloc.resource.items():
+            allocated[name] = allocated.get(name, 0) + v
+            left = available.get(name, 0) - v
+            if left:
+                available[name] = left
+            else:
+                available.pop(name, None)
 
     def remove_allocation(self, uuid: str) -> Allocation | None:
         alloc = self.allocations.pop(uuid, None)
@@ -226,15 +238,34 @@ class NodeIndex:
         self._binpacking = policy == "binpacking"
         self._keys: SortedList = SortedList()
         self._nodes: dict[str, Node] = {}
+        # Per node: (resource name, weight / (capacity * total weight)) for the weighted
+        # resources the node has, so a score is one short sum.
+        self._factors: dict[str, tuple[tuple[str, float], ...]] = {}
+
+    def _set_factors(self, node: Node) -> None:
+        weights = [(n, w, node.capacity.get(n, 0)) for n, w in self.weights.items()]
+        present = [(n, w, c) for n, w, c in weights if c > 0]
+        total = sum(w for _, w, _ in present)
+        self._factors[node.node_id] = tuple((n, w / (c * total)) for n, w, c in present)
 
     def _key(self, node: Node) -> tuple[float, str]:
-        used = usage_fraction(node.allocated, node.capacity, self.weights)
+        allocated = node.allocated
+        used = 0.0
+        for name, factor in self._factors[node.node_id]:
+            used += allocated.get(name, 0) * factor
         return (1.0 - used if self._binpacking else used, node.node_id)
+
+    def refresh(self, node: Node) -> None:
+        """Re-sort ``node`` after its capacity changed."""
+        if node.index_key is not None:
+            self._set_factors(node)
+            self.update(node)
 
     def add(self, node: Node) -> None:
         if node.node_id in self._nodes:
             self.update(node)
             return
+        self._set_factors(node)
         node.index_key = self._key(node)
         self._keys.add(node.index_key)
         self._nodes[node.node_id] = node
@@ -243,21 +274,41 @@ class NodeIndex:
         if self._nodes.pop(node.node_id, None) is not None and node.index_key is not None:
             self._keys.remove(node.index_key)
             node.index_key = None
+            del self._factors[node.node_id]
 
     def update(self, node: Node) -> None:
         """Re-sort ``node`` after its usage changed."""
-        if node.node_id not in self._nodes:
+        old = node.index_key
+        if old is None:
             return
         key = self._key(node)
-        if key != node.index_key:
-            self._keys.remove(node.index_key)
+        if key != old:
+            keys = self._keys
+            keys.remove(old)
             node.index_key = key
-            self._keys.add(key)
+            keys.add(key)
 
     def __iter__(self) -> Iterator[Node]:
         nodes = self._nodes
         for _, node_id in self._keys:
             yield nodes[node_id]
+
+    def first_fit(self, res: Mapping[str, int]) -> Node | None:
+        """The first node in policy order with ``res`` available."""
+        nodes = self._nodes
+        items = tuple(res.items())
+        # SortedList keeps its keys in a list of sorted sublists (``_lists``); walking them
+        # directly avoids building an iterator chain for what is usually the first node.
+        for sublist in self._keys._lists:
+            for _, node_id in sublist:
+                node = nodes[node_id]
+                available = node.available
+                for name, v in items:
+                    if v > available.get(name, 0):
+                        break
+                else:
+                    return node
+        return None
 
     def __len__(self) -> int:
         return len(self._nodes)

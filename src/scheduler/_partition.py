@@ -317,7 +317,7 @@ class Partition:
         if update.attributes is not None:
             node.attributes = dict(update.attributes)
         node.refresh_available()
-        self.index.update(node)
+        self.index.refresh(node)
         self.schedule_pending = True
 
     def _set_schedulable(self, node: Node, schedulable: bool) -> None:
@@ -493,6 +493,7 @@ class Partition:
                 self._reject_ask(spec, f"application {app.application_id} is {app.state}")
             return
         added = False
+        delta: Res = {}
         for spec in specs:
             if spec.required_node and spec.required_node not in self.nodes:
                 self.log.debug("ask {} requires node {} (not yet known)", spec.allocation_key,
@@ -506,10 +507,11 @@ class Partition:
                 execution_timeout_ms=spec.execution_timeout_ms,
                 required_node=spec.required_node, created=self.clock(), seq=self._seq,
             )
-            delta = app.add_ask(ask)
-            if delta:
-                app.queue.add_pending(delta)
+            app.add_ask(ask, delta)
             added = True
+        if delta:
+            app.apply_pending(delta)
+            app.queue.add_pending(delta)
         if added:
             if app.state in (AppState.NEW, AppState.COMPLETING):
                 self.transition(app, AppEvent.RUN)
@@ -579,77 +581,88 @@ class Partition:
 
     # ======================================================================= scheduling
     def schedule(self, limit: int = 10_000) -> int:
-        """Allocate until nothing more fits or ``limit`` allocations were made this pass."""
+        """Allocate until nothing more fits or ``limit`` allocations were made this pass.
+
+        Each allocation is a read-only proposal followed by a commit that re-checks it. An
+        ask that found no room is not tried again in the same pass (nothing frees up
+        during a pass), nor is any other ask of the same size without a node constraint.
+        """
         self.schedule_pending = False
         made = 0
-        self._skip: set[int] = set()
-        self._no_node: set[tuple[tuple[str, int], ...]] = set()
+        skip: set[int] = set()
+        no_node: set[tuple[tuple[str, int], ...]] = set()
         while made < limit:
-            proposal = self.propose()
+            proposal = self.propose(skip, no_node)
             if proposal is None:
                 break
             if self.commit(proposal) is not None:
                 made += 1
             else:
-                self._skip.add(id(proposal.ask))
+                skip.add(id(proposal.ask))
         else:
             self.schedule_pending = True  # more may fit: continue after the mailboxes drain
-        self._skip = set()
-        self._no_node = set()
         self.total_allocations += made
         return made
 
-    def propose(self) -> Proposal | None:
-        """The next allocation to make, computed without changing anything."""
+    def propose(
+        self,
+        skip: set[int] | None = None,
+        no_node: set[tuple[tuple[str, int], ...]] | None = None,
+    ) -> Proposal | None:
+        """The next allocation to make, computed without changing anything.
+
+        ``skip`` (ask ids) and ``no_node`` (ask sizes no node has room for) carry what a
+        pass already learned; they are filled in as asks fail.
+        """
         if not self.index or not self.root.pending:
             return None
-        return self._propose_in(self.root)
+        return self._propose_in(self.root, set() if skip is None else skip,
+                                set() if no_node is None else no_node)
 
-    def _propose_in(self, queue: Queue) -> Proposal | None:
+    def _propose_in(self, queue: Queue, skip: set[int],
+                    no_node: set[tuple[tuple[str, int], ...]]) -> Proposal | None:
         if queue.leaf:
-            return self._propose_in_leaf(queue)
+            return self._propose_in_leaf(queue, skip, no_node)
         for child in queue.sorted_children():
-            proposal = self._propose_in(child)
+            proposal = self._propose_in(child, skip, no_node)
             if proposal is not None:
                 return proposal
         return None
 
-    def _propose_in_leaf(self, queue: Queue) -> Proposal | None:
-        skip = getattr(self, "_skip", set())
-        no_node = getattr(self, "_no_node", set())
+    def _propose_in_leaf(self, queue: Queue, skip: set[int],
+                         no_node: set[tuple[tuple[str, int], ...]]) -> Proposal | None:
+        limited = bool(queue.limited_chain)
         for app in queue.sorted_applications():
             if app.state not in _SCHEDULABLE_STATES:
                 continue
-            for ask in app.pending_asks:
-                if id(ask) in skip:
+            for ask in app.pending_asks.in_order():
+                if skip and id(ask) in skip:
                     continue
-                if not queue.headroom_fits(ask.resource):
+                res = ask.resource
+                if limited and not queue.headroom_fits(res):
                     skip.add(id(ask))
                     continue
-                signature = None
-                if not ask.required_node:
-                    signature = tuple(ask.resource.items())
-                    if signature in no_node:
-                        skip.add(id(ask))
-                        continue
-                node = self._find_node(ask)
+                if ask.required_node:
+                    node = self._required_node(ask)
+                    if node is not None:
+                        return Proposal(app, ask, node)
+                    skip.add(id(ask))
+                    continue
+                size = ask.size
+                if size in no_node:
+                    skip.add(id(ask))
+                    continue
+                node = self.index.first_fit(res)
                 if node is not None:
                     return Proposal(app, ask, node)
                 skip.add(id(ask))
-                if signature is not None:
-                    no_node.add(signature)
+                no_node.add(size)
         return None
 
-    def _find_node(self, ask: Ask) -> Node | None:
-        res = ask.resource
-        if ask.required_node:
-            node = self.nodes.get(ask.required_node)
-            if node is not None and node.schedulable and fits(res, node.available):
-                return node
-            return None
-        for node in self.index:
-            if fits(res, node.available):
-                return node
+    def _required_node(self, ask: Ask) -> Node | None:
+        node = self.nodes.get(ask.required_node)
+        if node is not None and node.schedulable and fits(ask.resource, node.available):
+            return node
         return None
 
     def commit(self, proposal: Proposal) -> Allocation | None:
@@ -665,23 +678,19 @@ class Partition:
             or not node.schedulable
             or self.nodes.get(node.node_id) is not node
             or not fits(res, node.available)
-            or not queue.headroom_fits(res)
+            or (queue.limited_chain and not queue.headroom_fits(res))
         ):
             return None
-        now = self.clock()
         alloc = Allocation(
-            uuid=new_uuid(), allocation_key=ask.allocation_key,
-            application_id=app.application_id, partition=self.name, node_id=node.node_id,
-            resource=res, priority=ask.priority, tags=ask.tags,
-            task_group_name=ask.task_group_name, placeholder=ask.placeholder,
-            request_time=ask.created, allocation_time=now,
+            new_uuid(), ask.allocation_key, app.application_id, self.name, node.node_id, res,
+            ask.priority, ask.tags, ask.task_group_name, ask.placeholder, ask.created,
+            self.clock(),
         )
         node.add_allocation(alloc)
         self.index.update(node)
         app.allocate_from(ask, alloc)
-        queue.remove_pending(res)
-        queue.add_allocated(res)
-        self.outbox.add("new", alloc.to_si())
+        queue.allocate(res)
+        self.outbox.add("new", alloc.to_si(ask.si_resource))
         if app.state is not AppState.RUNNING:
             self.transition(app, AppEvent.RUN)
         return alloc

@@ -50,6 +50,8 @@ class Queue:
         self.applications: dict[str, Application] = {}
         self.allocated: Res = {}
         self.pending: Res = {}
+        # The key this queue sorts by among its siblings, recomputed only after a change.
+        self.order_key: tuple[list[float], list[int], str] | None = None
         # Self first, root last: the chain a usage change or a quota check walks.
         self.chain: tuple[Queue, ...] = (self, *(parent.chain if parent else ()))
         # Only queues with a max take part in headroom checks.
@@ -91,24 +93,43 @@ class Queue:
             child.refresh_limits()
 
     # -- accounting ------------------------------------------------------------------
+    # Every change of usage marks the chain for re-sorting (``order_key = None``).
     def add_pending(self, delta: Res) -> None:
         for queue in self.chain:
             pending = queue.pending
             add_into(pending, delta)
             for name in [n for n, v in pending.items() if not v]:
                 del pending[name]
+            queue.order_key = None
 
     def remove_pending(self, res: Res) -> None:
         for queue in self.chain:
             sub_into(queue.pending, res)
+            queue.order_key = None
 
     def add_allocated(self, res: Res) -> None:
         for queue in self.chain:
             add_into(queue.allocated, res)
+            queue.order_key = None
 
     def remove_allocated(self, res: Res) -> None:
         for queue in self.chain:
             sub_into(queue.allocated, res)
+            queue.order_key = None
+
+    def allocate(self, res: Res) -> None:
+        """One allocation of ``res`` moves from pending to allocated, up the chain."""
+        for queue in self.chain:
+            pending = queue.pending
+            allocated = queue.allocated
+            for name, v in res.items():
+                left = pending.get(name, 0) - v
+                if left:
+                    pending[name] = left
+                else:
+                    del pending[name]
+                allocated[name] = allocated.get(name, 0) + v
+            queue.order_key = None
 
     def headroom_fits(self, res: Res) -> bool:
         """``res`` fits under the max of this queue and of every parent."""
@@ -131,17 +152,24 @@ class Queue:
         """Children with pending work, least used relative to their guarantee first."""
         active = [c for c in self.children.values() if c.pending and c.status is QueueStatus.ACTIVE]
         if len(active) > 1:
-            active.sort(key=_queue_order)
+            for child in active:
+                if child.order_key is None:
+                    child.order_key = _queue_order(child)
+            active.sort(key=_cached_order)
         return active
 
     def sorted_applications(self) -> Iterable[Application]:
+        """Applications with pending asks in the queue's order (``fifo`` or ``fair``).
+
+        ``applications`` is insertion ordered and applications join in submission order,
+        so fifo order is the dict's own.
+        """
+        if self.sort_policy != "fair":
+            return (a for a in self.applications.values() if a.pending_asks)
         apps = [a for a in self.applications.values() if a.pending_asks]
         if len(apps) > 1:
-            if self.sort_policy == "fair":
-                guaranteed = self.guaranteed or self.max_resources
-                apps.sort(key=lambda a: (shares(a.allocated, guaranteed), a.submit_seq))
-            else:
-                apps.sort(key=_fifo_order)
+            guaranteed = self.guaranteed or self.max_resources
+            apps.sort(key=lambda a: (shares(a.allocated, guaranteed), a.submit_seq))
         return apps
 
     def is_empty(self) -> bool:
@@ -160,5 +188,6 @@ def _queue_order(queue: Queue) -> tuple[list[float], list[int], str]:
     )
 
 
-def _fifo_order(app: Application) -> tuple[float, int]:
-    return (app.submit_time, app.submit_seq)
+def _cached_order(queue: Queue) -> tuple[list[float], list[int], str]:
+    assert queue.order_key is not None
+    return queue.order_key
