@@ -56,21 +56,43 @@ async def run_once(n_nodes: int, n_asks: int) -> dict[str, float]:
     per_node = math.ceil(n_asks / n_nodes) * 2
     async with scheduler.start_scheduler() as core:
         await core.register_resource_manager(
-            si.RegisterResourceManagerRequest(rm_id="bench", policy_group="default",
-                                              config=QUEUES), rm)
-        await core.update_node(si.NodeRequest(rm_id="bench", nodes=[
-            si.NodeInfo(node_id=f"node-{i:05d}", action=si.ActionFromRM.CREATE,
-                        schedulable_resource=si.Resource.of(memory=10 * per_node,
-                                                            vcore=per_node))
-            for i in range(n_nodes)]))
-        await core.update_application(si.ApplicationRequest(rm_id="bench", new=[
-            si.AddApplicationRequest(application_id=app, queue_name=queue,
-                                     ugi=si.UserGroupInformation(user="bench"))
-            for app, queue in (("app-1", "root.a"), ("app-2", "root.b"))]))
+            si.RegisterResourceManagerRequest(rm_id="bench", policy_group="default", config=QUEUES),
+            rm,
+        )
+        await core.update_node(
+            si.NodeRequest(
+                rm_id="bench",
+                nodes=[
+                    si.NodeInfo(
+                        node_id=f"node-{i:05d}",
+                        action=si.ActionFromRM.CREATE,
+                        schedulable_resource=si.Resource.of(memory=10 * per_node, vcore=per_node),
+                    )
+                    for i in range(n_nodes)
+                ],
+            )
+        )
+        await core.update_application(
+            si.ApplicationRequest(
+                rm_id="bench",
+                new=[
+                    si.AddApplicationRequest(
+                        application_id=app,
+                        queue_name=queue,
+                        ugi=si.UserGroupInformation(user="bench"),
+                    )
+                    for app, queue in (("app-1", "root.a"), ("app-2", "root.b"))
+                ],
+            )
+        )
         await core.settle()
         asks = [
-            si.AllocationAsk(allocation_key=f"ask-{i}", application_id=f"app-{i % 2 + 1}",
-                             resource_ask=si.Resource.of(memory=10, vcore=1), max_allocations=1)
+            si.AllocationAsk(
+                allocation_key=f"ask-{i}",
+                application_id=f"app-{i % 2 + 1}",
+                resource_ask=si.Resource.of(memory=10, vcore=1),
+                max_allocations=1,
+            )
             for i in range(n_asks)
         ]
         start = time.perf_counter()
@@ -79,8 +101,13 @@ async def run_once(n_nodes: int, n_asks: int) -> dict[str, float]:
         elapsed = time.perf_counter() - start
         await core.settle()
         assert rm.count == n_asks, (rm.count, n_asks)
-    return {"nodes": n_nodes, "asks": n_asks, "seconds": elapsed,
-            "allocs_per_s": n_asks / elapsed, "us_per_alloc": elapsed / n_asks * 1e6}
+    return {
+        "nodes": n_nodes,
+        "asks": n_asks,
+        "seconds": elapsed,
+        "allocs_per_s": n_asks / elapsed,
+        "us_per_alloc": elapsed / n_asks * 1e6,
+    }
 
 
 async def main() -> None:
@@ -99,21 +126,34 @@ async def main() -> None:
         results.append(max(runs, key=lambda r: r["allocs_per_s"]))
     print(f"{'nodes':>6} {'asks':>7} {'seconds':>8} {'allocs/s':>10} {'us/alloc':>9}")
     for r in results:
-        print(f"{r['nodes']:>6} {r['asks']:>7} {r['seconds']:>8.3f} {r['allocs_per_s']:>10,.0f} "
-              f"{r['us_per_alloc']:>9.1f}")
+        print(
+            f"{r['nodes']:>6} {r['asks']:>7} {r['seconds']:>8.3f} {r['allocs_per_s']:>10,.0f} "
+            f"{r['us_per_alloc']:>9.1f}"
+        )
     largest, smallest = results[-1], results[0]
     scaling = largest["us_per_alloc"] / smallest["us_per_alloc"]
     ok_rate = largest["allocs_per_s"] >= TARGET_ALLOCS_PER_S
     ok_scaling = scaling <= TARGET_SCALING
-    print(f"target: >= {TARGET_ALLOCS_PER_S:,} allocs/s at {largest['nodes']} nodes: "
-          f"{largest['allocs_per_s']:,.0f} {'PASS' if ok_rate else 'MISS'}")
-    print(f"target: per-allocation time {largest['nodes']} vs {smallest['nodes']} nodes <= "
-          f"{TARGET_SCALING}x: {scaling:.2f}x {'PASS' if ok_scaling else 'MISS'}")
+    print(
+        f"target: >= {TARGET_ALLOCS_PER_S:,} allocs/s at {largest['nodes']} nodes: "
+        f"{largest['allocs_per_s']:,.0f} {'PASS' if ok_rate else 'MISS'}"
+    )
+    print(
+        f"target: per-allocation time {largest['nodes']} vs {smallest['nodes']} nodes <= "
+        f"{TARGET_SCALING}x: {scaling:.2f}x {'PASS' if ok_scaling else 'MISS'}"
+    )
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"results": results, "scaling": scaling,
-                               "targets": {"allocs_per_s": TARGET_ALLOCS_PER_S,
-                                           "scaling": TARGET_SCALING}}, indent=2))
+    out.write_text(
+        json.dumps(
+            {
+                "results": results,
+                "scaling": scaling,
+                "targets": {"allocs_per_s": TARGET_ALLOCS_PER_S, "scaling": TARGET_SCALING},
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -39,8 +39,11 @@ def table(title: str, header: Sequence[str], rows: Sequence[Sequence[Any]]) -> s
     """A plain-text table with a title line, aligned columns and a rule under the header."""
     cells = [[str(c) for c in header], *[[_cell(c) for c in row] for row in rows]]
     widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
-    lines = [title, "  ".join(h.ljust(w) for h, w in zip(cells[0], widths, strict=True)),
-             "  ".join("-" * w for w in widths)]
+    lines = [
+        title,
+        "  ".join(h.ljust(w) for h, w in zip(cells[0], widths, strict=True)),
+        "  ".join("-" * w for w in widths),
+    ]
     lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in cells[1:]]
     if not rows:
         lines.append("(none)")
@@ -59,65 +62,131 @@ async def run_demo(*, nodes: int, tasks: int, out: Any) -> None:
     rm = RecordingCallback()
     async with start_scheduler(clock=clock) as core:
         await core.register_resource_manager(
-            si.RegisterResourceManagerRequest(rm_id=RM, policy_group="default", version="demo"),
-            rm)
-        await core.update_node(si.NodeRequest(rm_id=RM, nodes=[
-            si.NodeInfo(node_id=f"node-{i}", action=si.ActionFromRM.CREATE,
-                        schedulable_resource=si.Resource.of(memory=8_000, vcore=4_000))
-            for i in range(1, nodes + 1)]))
-        await core.update_application(si.ApplicationRequest(rm_id=RM, new=[
-            si.AddApplicationRequest(application_id=app, queue_name=queue,
-                                     ugi=si.UserGroupInformation(user="demo"))
-            for app, queue in (("spark-etl", "root.batch"), ("web-api", "root.service"))]))
-        await core.update_allocation(si.AllocationRequest(rm_id=RM, asks=[
-            si.AllocationAsk(allocation_key=f"{app}-task-{i}", application_id=app,
-                             resource_ask=si.Resource.of(memory=1_000, vcore=500),
-                             max_allocations=1)
-            for app in ("spark-etl", "web-api") for i in range(tasks)]))
+            si.RegisterResourceManagerRequest(rm_id=RM, policy_group="default", version="demo"), rm
+        )
+        await core.update_node(
+            si.NodeRequest(
+                rm_id=RM,
+                nodes=[
+                    si.NodeInfo(
+                        node_id=f"node-{i}",
+                        action=si.ActionFromRM.CREATE,
+                        schedulable_resource=si.Resource.of(memory=8_000, vcore=4_000),
+                    )
+                    for i in range(1, nodes + 1)
+                ],
+            )
+        )
+        await core.update_application(
+            si.ApplicationRequest(
+                rm_id=RM,
+                new=[
+                    si.AddApplicationRequest(
+                        application_id=app,
+                        queue_name=queue,
+                        ugi=si.UserGroupInformation(user="demo"),
+                    )
+                    for app, queue in (("spark-etl", "root.batch"), ("web-api", "root.service"))
+                ],
+            )
+        )
+        await core.update_allocation(
+            si.AllocationRequest(
+                rm_id=RM,
+                asks=[
+                    si.AllocationAsk(
+                        allocation_key=f"{app}-task-{i}",
+                        application_id=app,
+                        resource_ask=si.Resource.of(memory=1_000, vcore=500),
+                        max_allocations=1,
+                    )
+                    for app in ("spark-etl", "web-api")
+                    for i in range(tasks)
+                ],
+            )
+        )
         await core.settle()
         out.write(await _report(core, rm, "after scheduling"))
         done = [a for a in rm.allocations if a.application_id == "spark-etl"]
-        await core.update_allocation(si.AllocationRequest(rm_id=RM, releases=si.AllocationReleasesRequest(
-            allocations_to_release=[
-                si.AllocationRelease(application_id="spark-etl", uuid=a.uuid,
-                                     termination_type=si.TerminationType.STOPPED_BY_RM)
-                for a in done])))
+        await core.update_allocation(
+            si.AllocationRequest(
+                rm_id=RM,
+                releases=si.AllocationReleasesRequest(
+                    allocations_to_release=[
+                        si.AllocationRelease(
+                            application_id="spark-etl",
+                            uuid=a.uuid,
+                            termination_type=si.TerminationType.STOPPED_BY_RM,
+                        )
+                        for a in done
+                    ]
+                ),
+            )
+        )
         await core.settle()
         await clock.advance(31)
         out.write(await _report(core, rm, "after spark-etl finished (31 s later)"))
 
 
 async def _report(core: Core, rm: RecordingCallback, moment: str) -> str:
-    parts = [f"== {moment} ==\n"]
-    node_rows = []
-    for p in await core.get_partitions():
-        dump = await core.state_dump()
-        for part in dump["partitions"]:
-            if part["partition"]["name"] != p["name"]:
-                continue
-            for n in part["nodes"]:
-                node_rows.append((n["nodeID"], n["capacity"], n["allocated"], n["available"],
-                                  len(n["allocations"])))
-            apps = [*part["applications"], *part["terminatedApplications"]]
-            app_rows = [(a["applicationID"], a["queueName"], a["applicationState"],
-                         a["usedResource"], a["pendingResource"], len(a["allocations"]))
-                        for a in apps]
-            alloc_rows = [(al["allocationKey"], al["applicationId"], al["nodeId"], al["resource"])
-                          for a in part["applications"] for al in a["allocations"]]
-            queue_rows = []
-            stack = [part["queues"]]
-            while stack:
-                q = stack.pop()
-                queue_rows.append((q["queuename"], q["status"], q["maxResource"],
-                                   q["allocatedResource"], q["pendingResource"]))
-                stack.extend(reversed(q["children"]))
-    parts.append(table("Nodes", ("node", "capacity", "allocated", "available", "allocations"),
-                       node_rows))
-    parts.append(table("Applications", ("application", "queue", "state", "used", "pending",
-                                        "allocations"), app_rows))
-    parts.append(table("Allocations", ("ask", "application", "node", "resource"), alloc_rows))
-    parts.append(table("Queues", ("queue", "status", "max", "allocated", "pending"), queue_rows))
+    dump = await core.state_dump()
+    node_rows, app_rows, alloc_rows, queue_rows = [], [], [], []
+    for part in dump["partitions"]:
+        for n in part["nodes"]:
+            node_rows.append(
+                (n["nodeID"], n["capacity"], n["allocated"], n["available"], len(n["allocations"]))
+            )
+        for a in [*part["applications"], *part["terminatedApplications"]]:
+            app_rows.append(
+                (
+                    a["applicationID"],
+                    a["queueName"],
+                    a["applicationState"],
+                    a["usedResource"],
+                    a["pendingResource"],
+                    len(a["allocations"]),
+                )
+            )
+            alloc_rows += [
+                (al["allocationKey"], al["applicationId"], al["nodeId"], al["resource"])
+                for al in a["allocations"]
+            ]
+        stack = [part["queues"]]
+        while stack:
+            q = stack.pop()
+            queue_rows.append(
+                (
+                    q["queuename"],
+                    q["status"],
+                    q["maxResource"],
+                    q["allocatedResource"],
+                    q["pendingResource"],
+                )
+            )
+            stack.extend(reversed(q["children"]))
     states = {a: " -> ".join(rm.app_states(a)) for a in ("spark-etl", "web-api")}
-    parts.append(table("Application states reported to the RM", ("application", "states"),
-                       sorted(states.items())))
-    return "\n".join(parts) + "\n"
+    return (
+        "\n".join(
+            [
+                f"== {moment} ==\n",
+                table(
+                    "Nodes",
+                    ("node", "capacity", "allocated", "available", "allocations"),
+                    node_rows,
+                ),
+                table(
+                    "Applications",
+                    ("application", "queue", "state", "used", "pending", "allocations"),
+                    app_rows,
+                ),
+                table("Allocations", ("ask", "application", "node", "resource"), alloc_rows),
+                table("Queues", ("queue", "status", "max", "allocated", "pending"), queue_rows),
+                table(
+                    "Application states reported to the RM",
+                    ("application", "states"),
+                    sorted(states.items()),
+                ),
+            ]
+        )
+        + "\n"
+    )

@@ -34,8 +34,9 @@ _CALLBACK_METHODS = (
 class _Registration:
     """An RM's actors: its callback actor and one partition actor per partition."""
 
-    def __init__(self, record: RMRecord, actors: dict[str, PartitionActor],
-                 config: SchedulerConfig) -> None:
+    def __init__(
+        self, record: RMRecord, actors: dict[str, PartitionActor], config: SchedulerConfig
+    ) -> None:
         self.record = record
         self.actors = actors
         self.config = config
@@ -67,7 +68,8 @@ class Core:
         """
         if type(request) is not si.RegisterResourceManagerRequest:
             raise SchedulerError(
-                f"expected si.RegisterResourceManagerRequest, got {type(request).__name__}")
+                f"expected si.RegisterResourceManagerRequest, got {type(request).__name__}"
+            )
         rm_id = check_rm_id(request.rm_id)
         missing = [m for m in _CALLBACK_METHODS if not callable(getattr(callback, m, None))]
         if missing:
@@ -79,7 +81,8 @@ class Core:
             taken = {p.name for p in config.partitions} & set(reg.actors)
             if taken:
                 raise SchedulerError(
-                    f"partition {sorted(taken)[0]!r} belongs to resource manager {other!r}")
+                    f"partition {sorted(taken)[0]!r} belongs to resource manager {other!r}"
+                )
         old = self._registrations.pop(rm_id, None)
         if old is not None:
             logger.bind(rm_id=rm_id).info("resource manager registers again: state dropped")
@@ -87,15 +90,18 @@ class Core:
             await self._teardown(old)
         self._registrations[rm_id] = self._start_rm(rm_id, callback, config)
         logger.bind(rm_id=rm_id).info(
-            "resource manager registered with partitions {}", [p.name for p in config.partitions])
+            "resource manager registered with partitions {}", [p.name for p in config.partitions]
+        )
         return si.RegisterResourceManagerResponse()
 
-    def _start_rm(self, rm_id: str, callback: ResourceManagerCallback,
-                  config: SchedulerConfig) -> _Registration:
+    def _start_rm(
+        self, rm_id: str, callback: ResourceManagerCallback, config: SchedulerConfig
+    ) -> _Registration:
         self._generation += 1
         gen = self._generation
-        callback_ref = self.system.spawn(CallbackActor(rm_id, callback),
-                                         name=f"rm:{rm_id}#{gen}/callback")
+        callback_ref = self.system.spawn(
+            CallbackActor(rm_id, callback), name=f"rm:{rm_id}#{gen}/callback"
+        )
         actors: dict[str, PartitionActor] = {}
         refs: dict[str, ActorRef] = {}
         for pconf in config.partitions:
@@ -106,12 +112,14 @@ class Core:
         self.proxy.rms[rm_id] = record
         return _Registration(record, actors, config)
 
-    def _spawn_partition(self, rm_id: str, gen: int, pconf: Any,
-                         callback_ref: ActorRef) -> tuple[PartitionActor, ActorRef]:
+    def _spawn_partition(
+        self, rm_id: str, gen: int, pconf: Any, callback_ref: ActorRef
+    ) -> tuple[PartitionActor, ActorRef]:
         name = f"rm:{rm_id}#{gen}/partition:{pconf.name}"
         dispatcher = self.system.dispatcher(name)
-        actor = PartitionActor(pconf, rm_id=rm_id, callback=callback_ref,
-                               dispatcher=dispatcher, timeouts=self.timeouts)
+        actor = PartitionActor(
+            pconf, rm_id=rm_id, callback=callback_ref, dispatcher=dispatcher, timeouts=self.timeouts
+        )
         ref = self.system.spawn(actor, name=name, dispatcher=dispatcher)
         return actor, ref
 
@@ -144,7 +152,8 @@ class Core:
         """
         if type(request) is not si.UpdateConfigurationRequest:
             raise SchedulerError(
-                f"expected si.UpdateConfigurationRequest, got {type(request).__name__}")
+                f"expected si.UpdateConfigurationRequest, got {type(request).__name__}"
+            )
         rm_id = check_rm_id(request.rm_id)
         reg = self._registrations.get(rm_id)
         if reg is None:
@@ -155,7 +164,8 @@ class Core:
             info = await self._ask(reg.record.partitions[name], Query(kind="partition"))
             if info["totalNodes"] or info["applications"]["total"]:
                 raise SchedulerError(
-                    f"partition {name!r} still has nodes or applications and cannot be removed")
+                    f"partition {name!r} still has nodes or applications and cannot be removed"
+                )
         for other, oreg in self._registrations.items():
             if other != rm_id and new_names & set(oreg.actors):
                 raise SchedulerError(f"a partition of the new configuration belongs to {other!r}")
@@ -169,8 +179,9 @@ class Core:
                 await self._ask(ref, ConfigUpdated(config=pconf))
             else:
                 self._generation += 1
-                actor, ref = self._spawn_partition(rm_id, self._generation, pconf,
-                                                   reg.record.callback)
+                actor, ref = self._spawn_partition(
+                    rm_id, self._generation, pconf, reg.record.callback
+                )
                 reg.actors[pconf.name] = actor
                 reg.record.partitions[pconf.name] = ref
         for name in set(reg.actors) - new_names:
@@ -202,24 +213,31 @@ class Core:
 
     async def get_partitions(self) -> list[dict[str, Any]]:
         """Every partition, as ``GET /ws/v1/partitions`` shows it."""
-        refs = [ref for reg in self._registrations.values()
-                for ref in reg.record.partitions.values()]
+        refs = [
+            ref for reg in self._registrations.values() for ref in reg.record.partitions.values()
+        ]
         return [await self._ask(ref, Query(kind="partition")) for ref in refs]
 
     async def get_queue(self, partition: str, queue_path: str) -> dict[str, Any]:
         """One queue with its children, as ``GET /ws/v1/partition/{p}/queue/{q}``."""
-        return await self._ask(self._partition_ref(partition), Query(kind="queue",
-                                                                     key=str(queue_path)))
+        info: dict[str, Any] = await self._ask(
+            self._partition_ref(partition), Query(kind="queue", key=str(queue_path))
+        )
+        return info
 
     async def get_application(self, partition: str, application_id: str) -> dict[str, Any]:
         """One application in any state until it expires."""
-        return await self._ask(self._partition_ref(partition),
-                               Query(kind="application", key=str(application_id)))
+        info: dict[str, Any] = await self._ask(
+            self._partition_ref(partition), Query(kind="application", key=str(application_id))
+        )
+        return info
 
     async def get_node(self, partition: str, node_id: str) -> dict[str, Any]:
         """One node with its allocations."""
-        return await self._ask(self._partition_ref(partition), Query(kind="node",
-                                                                     key=str(node_id)))
+        info: dict[str, Any] = await self._ask(
+            self._partition_ref(partition), Query(kind="node", key=str(node_id))
+        )
+        return info
 
     async def state_dump(self) -> dict[str, Any]:
         """Every partition, queue, application and node in one JSON-able document."""
@@ -239,8 +257,9 @@ class Core:
 
 
 def _stats(stats: Any) -> dict[str, Any]:
-    return {f: getattr(stats, f) for f in ("queued", "peak", "processed", "handler_time",
-                                           "failures")}
+    return {
+        f: getattr(stats, f) for f in ("queued", "peak", "processed", "handler_time", "failures")
+    }
 
 
 def _config_text(config: object) -> str:

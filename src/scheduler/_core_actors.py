@@ -94,7 +94,10 @@ class PartitionActor(Actor):
         system = self.actor_system
         self.timers = _Timers(system, self._resolve)
         self.partition = Partition(
-            self._config, rm_id=self._rm_id, clock=system.clock.now, timers=self.timers,
+            self._config,
+            rm_id=self._rm_id,
+            clock=system.clock.now,
+            timers=self.timers,
             timeouts=self._timeouts,
         )
         p = self.partition
@@ -121,8 +124,10 @@ class PartitionActor(Actor):
 
     def _spawn_queue(self, queue: Queue) -> None:
         ref = self.actor_system.spawn(
-            QueueActor(self.partition, queue.path), name=self._actor_name("queue", queue.path),
-            dispatcher=self._dispatcher)
+            QueueActor(self.partition, queue.path),
+            name=self._actor_name("queue", queue.path),
+            dispatcher=self._dispatcher,
+        )
         self.queue_refs[queue.path] = ref
 
     def _stop_queue(self, queue: Queue) -> None:
@@ -172,9 +177,12 @@ class PartitionActor(Actor):
         self.app_refs[app.application_id] = self.actor_system.spawn(
             ApplicationActor(self.partition, app),
             name=self._actor_name("app", f"{app.application_id}#{app.submit_seq}"),
-            dispatcher=self._dispatcher)
+            dispatcher=self._dispatcher,
+        )
 
-    def _to_app(self, app_id: str, message: AsksUpdated | AllocationsReleased | AsksReleased) -> None:
+    def _to_app(
+        self, app_id: str, message: AsksUpdated | AllocationsReleased | AsksReleased
+    ) -> None:
         ref = self.app_refs.get(app_id)
         app = self.partition.applications.get(app_id)
         if ref is not None and app is not None:
@@ -204,7 +212,7 @@ class PartitionActor(Actor):
         return f"<PartitionActor {self.partition!r}>"
 
 
-class _Continue(Event):
+class _Continue(Event, frozen=True, kw_only=True):
     """Wake the partition to go on with a scheduling pass that hit its batch limit."""
 
 
@@ -271,7 +279,8 @@ class CallbackActor(Actor):
                 await method(payload)
             except Exception:
                 logger.bind(rm_id=self.rm_id).exception(
-                    "RM callback {} raised; the core goes on", _METHOD_OF[kind])
+                    "RM callback {} raised; the core goes on", _METHOD_OF[kind]
+                )
 
     async def receive(self, message: object) -> object:
         await self.receive_batch([message])

@@ -24,10 +24,10 @@ __all__ = [
     "AsksReleased",
     "AsksUpdated",
     "ConfigUpdated",
-    "Query",
     "NodeUpdate",
     "NodesUpdated",
     "Outbound",
+    "Query",
     "QueueTimer",
 ]
 
@@ -39,7 +39,7 @@ class Event(msgspec.Struct, frozen=True, kw_only=True):
 
 
 # -- from the RM proxy ---------------------------------------------------------------------
-class AllocationSpec(Event):
+class AllocationSpec(Event, frozen=True, kw_only=True):
     """An allocation the RM reports as existing (recovery), as the core will hold it."""
 
     uuid: str
@@ -53,7 +53,7 @@ class AllocationSpec(Event):
     placeholder: bool = False
 
 
-class NodeUpdate(Event):
+class NodeUpdate(Event, frozen=True, kw_only=True):
     node_id: str
     action: si.ActionFromRM
     capacity: Res | None = None
@@ -62,11 +62,11 @@ class NodeUpdate(Event):
     existing: tuple[AllocationSpec, ...] = ()
 
 
-class NodesUpdated(Event):
+class NodesUpdated(Event, frozen=True, kw_only=True):
     nodes: tuple[NodeUpdate, ...]
 
 
-class AppSpec(Event):
+class AppSpec(Event, frozen=True, kw_only=True):
     application_id: str
     queue_name: str
     user: str = ""
@@ -77,15 +77,15 @@ class AppSpec(Event):
     execution_timeout_ms: int = 0
 
 
-class ApplicationsAdded(Event):
+class ApplicationsAdded(Event, frozen=True, kw_only=True):
     apps: tuple[AppSpec, ...]
 
 
-class ApplicationsRemoved(Event):
+class ApplicationsRemoved(Event, frozen=True, kw_only=True):
     application_ids: tuple[str, ...]
 
 
-class AskSpec(Event):
+class AskSpec(Event, frozen=True, kw_only=True):
     allocation_key: str
     application_id: str
     resource: Res
@@ -99,36 +99,36 @@ class AskSpec(Event):
     required_node: str = ""
 
 
-class AsksUpdated(Event):
+class AsksUpdated(Event, frozen=True, kw_only=True):
     application_id: str
     asks: tuple[AskSpec, ...]
 
 
-class AllocationReleased(Event):
+class AllocationReleased(Event, frozen=True, kw_only=True):
     uuid: str  # "" releases every allocation of the application
     termination: si.TerminationType
     message: str = ""
     allocation_key: str = ""
 
 
-class AllocationsReleased(Event):
+class AllocationsReleased(Event, frozen=True, kw_only=True):
     application_id: str
     releases: tuple[AllocationReleased, ...]
 
 
-class AsksReleased(Event):
+class AsksReleased(Event, frozen=True, kw_only=True):
     application_id: str
     allocation_keys: tuple[str, ...]  # empty releases every ask of the application
     termination: si.TerminationType
     message: str = ""
 
 
-class ConfigUpdated(Event):
+class ConfigUpdated(Event, frozen=True, kw_only=True):
     config: Any  # scheduler._config.PartitionConfig
     dry_run: bool = False  # only check that it can replace the live configuration
 
 
-class Query(Event):
+class Query(Event, frozen=True, kw_only=True):
     """A read of state, answered with a JSON-able value in the partition's turn."""
 
     kind: str  # "partition" | "queue" | "application" | "node" | "dump"
@@ -136,7 +136,7 @@ class Query(Event):
 
 
 # -- timers --------------------------------------------------------------------------------
-class AppTimer(Event):
+class AppTimer(Event, frozen=True, kw_only=True):
     """A state timer of an application, valid only while the application is in ``state``."""
 
     application_id: str
@@ -144,14 +144,14 @@ class AppTimer(Event):
     state: str
 
 
-class QueueTimer(Event):
+class QueueTimer(Event, frozen=True, kw_only=True):
     """Remove a dynamic queue if it is still empty."""
 
     path: str
 
 
 # -- to the RM callback actor ----------------------------------------------------------------
-class Outbound(Event):
+class Outbound(Event, frozen=True, kw_only=True):
     """One response (or event list) for an RM's callback, in order."""
 
     kind: str  # "allocation" | "application" | "node" | "event"

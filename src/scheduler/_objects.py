@@ -89,7 +89,8 @@ class Allocation:
         )
 
     def __repr__(self) -> str:
-        return f"<Allocation {self.uuid} {self.application_id}/{self.allocation_key} on {self.node_id}>"
+        where = f"{self.application_id}/{self.allocation_key} on {self.node_id}"
+        return f"<Allocation {self.uuid} {where}>"
 
 
 class Ask:
@@ -214,7 +215,9 @@ class Node:
         return alloc
 
     def __repr__(self) -> str:
-        return f"<Node {self.node_id} allocations={len(self.allocations)} available={self.available}>"
+        return (
+            f"<Node {self.node_id} allocations={len(self.allocations)} available={self.available}>"
+        )
 
 
 DEFAULT_WEIGHTS: dict[str, float] = {"vcore": 1.0, "memory": 1.0}

@@ -33,7 +33,7 @@ from scheduler._resources import Res, add_into, fits, from_si, strictly_positive
 if TYPE_CHECKING:
     from scheduler._config import PartitionConfig, PlacementRule, QueueConfig
 
-__all__ = ["Outbox", "Partition", "Proposal", "TimerPort", "Timeouts"]
+__all__ = ["Outbox", "Partition", "Proposal", "Timeouts", "TimerPort"]
 
 AppTransitionHook = Callable[[Application, AppState], None]
 
@@ -246,8 +246,12 @@ class Partition:
                 self._add_node(update)
             elif update.node_id not in self.nodes:
                 self.log.warning("node update for unknown node {}", update.node_id)
-                self._event(si.EventRecordType.NODE, update.node_id, "NodeNotFound",
-                            f"{action.name} for unknown node {update.node_id}")
+                self._event(
+                    si.EventRecordType.NODE,
+                    update.node_id,
+                    "NodeNotFound",
+                    f"{action.name} for unknown node {update.node_id}",
+                )
             elif action == si.ActionFromRM.UPDATE:
                 self._update_node(self.nodes[update.node_id], update)
             elif action == si.ActionFromRM.DRAIN_NODE:
@@ -262,8 +266,9 @@ class Partition:
         if node_id in self.nodes:
             self._reject_node(node_id, f"node {node_id} already exists in partition {self.name}")
             return
-        node = Node(node_id, dict(update.capacity or {}), dict(update.occupied or {}),
-                    update.attributes)
+        node = Node(
+            node_id, dict(update.capacity or {}), dict(update.occupied or {}), update.attributes
+        )
         problem = self._check_existing(update.existing, node)
         if problem:
             self._reject_node(node_id, problem)
@@ -274,8 +279,12 @@ class Partition:
             self._recover_allocation(spec, node)
         self.index.update(node)
         self.outbox.add("node_accepted", si.AcceptedNode(node_id=node_id))
-        self._event(si.EventRecordType.NODE, node_id, "NodeAdded",
-                    f"node {node_id} added to partition {self.name}")
+        self._event(
+            si.EventRecordType.NODE,
+            node_id,
+            "NodeAdded",
+            f"node {node_id} added to partition {self.name}",
+        )
         self.schedule_pending = True
 
     def _reject_node(self, node_id: str, reason: str) -> None:
@@ -286,8 +295,10 @@ class Partition:
         for spec in existing:
             app = self.applications.get(spec.application_id)
             if app is None or app.queue is None:
-                return (f"existing allocation {spec.uuid} names application "
-                        f"{spec.application_id}, which is not in partition {self.name}")
+                return (
+                    f"existing allocation {spec.uuid} names application "
+                    f"{spec.application_id}, which is not in partition {self.name}"
+                )
             if self._find_allocation(spec.uuid) is not None:
                 return f"existing allocation {spec.uuid} is already allocated"
         return ""
@@ -295,11 +306,18 @@ class Partition:
     def _recover_allocation(self, spec: AllocationSpec, node: Node) -> None:
         app = self.applications[spec.application_id]
         alloc = Allocation(
-            uuid=spec.uuid, allocation_key=spec.allocation_key,
-            application_id=spec.application_id, partition=self.name, node_id=node.node_id,
-            resource=dict(spec.resource), priority=spec.priority, tags=spec.tags,
-            task_group_name=spec.task_group_name, placeholder=spec.placeholder,
-            request_time=self.clock(), allocation_time=self.clock(),
+            uuid=spec.uuid,
+            allocation_key=spec.allocation_key,
+            application_id=spec.application_id,
+            partition=self.name,
+            node_id=node.node_id,
+            resource=dict(spec.resource),
+            priority=spec.priority,
+            tags=spec.tags,
+            task_group_name=spec.task_group_name,
+            placeholder=spec.placeholder,
+            request_time=self.clock(),
+            allocation_time=self.clock(),
         )
         node.add_allocation(alloc)
         app.add_allocation(alloc)
@@ -336,29 +354,50 @@ class Partition:
             app = self.applications.get(alloc.application_id)
             if app is not None:
                 self._drop_allocation(app, alloc)
-            self.outbox.add("released", si.AllocationRelease(
-                partition_name=self.name, application_id=alloc.application_id,
-                uuid=alloc.uuid, termination_type=si.TerminationType.STOPPED_BY_RM,
-                message="node removed", allocation_key=alloc.allocation_key))
+            self.outbox.add(
+                "released",
+                si.AllocationRelease(
+                    partition_name=self.name,
+                    application_id=alloc.application_id,
+                    uuid=alloc.uuid,
+                    termination_type=si.TerminationType.STOPPED_BY_RM,
+                    message="node removed",
+                    allocation_key=alloc.allocation_key,
+                ),
+            )
             if app is not None:
                 self._maybe_complete(app)
-        self._event(si.EventRecordType.NODE, node.node_id, "NodeRemoved",
-                    f"node {node.node_id} removed from partition {self.name}")
+        self._event(
+            si.EventRecordType.NODE,
+            node.node_id,
+            "NodeRemoved",
+            f"node {node.node_id} removed from partition {self.name}",
+        )
 
     # ===================================================================== applications
     def add_application(self, spec: AppSpec) -> Application | None:
         """Place and accept an application; ``None`` (and a rejection) when it cannot be."""
         app_id = spec.application_id
         if app_id in self.applications:
-            self.outbox.add("app_rejected", si.RejectedApplication(
-                application_id=app_id, reason=f"application {app_id} already exists"))
+            self.outbox.add(
+                "app_rejected",
+                si.RejectedApplication(
+                    application_id=app_id, reason=f"application {app_id} already exists"
+                ),
+            )
             return None
         self._seq += 1
         now = self.clock()
         app = Application(
-            application_id=app_id, partition=self.name, queue_name=spec.queue_name,
-            user=spec.user, groups=list(spec.groups), tags=spec.tags, submit_time=now,
-            submit_seq=self._seq, placeholder_ask=spec.placeholder_ask,
+            application_id=app_id,
+            partition=self.name,
+            queue_name=spec.queue_name,
+            user=spec.user,
+            groups=list(spec.groups),
+            tags=spec.tags,
+            submit_time=now,
+            submit_seq=self._seq,
+            placeholder_ask=spec.placeholder_ask,
             gang_scheduling_style=spec.gang_scheduling_style,
             execution_timeout_ms=spec.execution_timeout_ms,
         )
@@ -367,8 +406,9 @@ class Partition:
             self.terminated.pop(app_id, None)
             self.terminated[app_id] = app
             app.rejected_message = reason
-            self.outbox.add("app_rejected", si.RejectedApplication(
-                application_id=app_id, reason=reason))
+            self.outbox.add(
+                "app_rejected", si.RejectedApplication(application_id=app_id, reason=reason)
+            )
             self.transition(app, AppEvent.REJECT, reason)
             return None
         self.terminated.pop(app_id, None)
@@ -378,8 +418,13 @@ class Partition:
         self.applications[app_id] = app
         self.timers.cancel(f"queue:{queue.path}")
         self.outbox.add("app_accepted", si.AcceptedApplication(application_id=app_id))
-        self._event(si.EventRecordType.APP, app_id, "ApplicationAdded",
-                    f"application {app_id} added to queue {queue.path}", group=queue.path)
+        self._event(
+            si.EventRecordType.APP,
+            app_id,
+            "ApplicationAdded",
+            f"application {app_id} added to queue {queue.path}",
+            group=queue.path,
+        )
         return app
 
     def remove_application(self, app_id: str) -> None:
@@ -470,8 +515,11 @@ class Partition:
         return parent
 
     def _remove_queue_if_empty(self, queue: Queue) -> None:
-        while queue is not self.root and queue.is_empty() and not queue.pending and (
-            queue.dynamic or queue.status is QueueStatus.DRAINING
+        while (
+            queue is not self.root
+            and queue.is_empty()
+            and not queue.pending
+            and (queue.dynamic or queue.status is QueueStatus.DRAINING)
         ):
             parent = queue.parent
             assert parent is not None
@@ -496,16 +544,26 @@ class Partition:
         delta: Res = {}
         for spec in specs:
             if spec.required_node and spec.required_node not in self.nodes:
-                self.log.debug("ask {} requires node {} (not yet known)", spec.allocation_key,
-                               spec.required_node)
+                self.log.debug(
+                    "ask {} requires node {} (not yet known)",
+                    spec.allocation_key,
+                    spec.required_node,
+                )
             self._seq += 1
             ask = Ask(
-                allocation_key=spec.allocation_key, application_id=app.application_id,
-                resource=spec.resource, max_allocations=spec.max_allocations,
-                priority=spec.priority, tags=spec.tags, task_group_name=spec.task_group_name,
-                placeholder=spec.placeholder, originator=spec.originator,
+                allocation_key=spec.allocation_key,
+                application_id=app.application_id,
+                resource=spec.resource,
+                max_allocations=spec.max_allocations,
+                priority=spec.priority,
+                tags=spec.tags,
+                task_group_name=spec.task_group_name,
+                placeholder=spec.placeholder,
+                originator=spec.originator,
                 execution_timeout_ms=spec.execution_timeout_ms,
-                required_node=spec.required_node, created=self.clock(), seq=self._seq,
+                required_node=spec.required_node,
+                created=self.clock(),
+                seq=self._seq,
             )
             app.add_ask(ask, delta)
             added = True
@@ -518,9 +576,14 @@ class Partition:
             self.schedule_pending = True
 
     def _reject_ask(self, spec: AskSpec, reason: str) -> None:
-        self.outbox.add("rejected", si.RejectedAllocationAsk(
-            allocation_key=spec.allocation_key, application_id=spec.application_id,
-            reason=reason))
+        self.outbox.add(
+            "rejected",
+            si.RejectedAllocationAsk(
+                allocation_key=spec.allocation_key,
+                application_id=spec.application_id,
+                reason=reason,
+            ),
+        )
 
     def release_asks(self, app: Application, keys: Iterable[str], message: str = "") -> None:
         keys = list(keys) or list(app.asks)
@@ -537,19 +600,21 @@ class Partition:
     def release_allocations(self, app: Application, releases: Iterable[AllocationReleased]) -> None:
         for rel in releases:
             if not rel.uuid:
-                for alloc in list(app.allocations.values()):
-                    self._release(app, alloc, rel.termination, rel.message)
+                for each in list(app.allocations.values()):
+                    self._release(app, each, rel.termination, rel.message)
                 continue
             alloc = app.allocations.get(rel.uuid)
             if alloc is None:
-                self.log.warning("release of unknown allocation {} of {}", rel.uuid,
-                                 app.application_id)
+                self.log.warning(
+                    "release of unknown allocation {} of {}", rel.uuid, app.application_id
+                )
                 continue
             self._release(app, alloc, rel.termination, rel.message)
         self._maybe_complete(app)
 
-    def _release(self, app: Application, alloc: Allocation, termination: si.TerminationType,
-                 message: str) -> None:
+    def _release(
+        self, app: Application, alloc: Allocation, termination: si.TerminationType, message: str
+    ) -> None:
         """Take an allocation away and confirm the release to the RM."""
         node = self.nodes.get(alloc.node_id)
         if node is not None:
@@ -558,10 +623,17 @@ class Partition:
         self._drop_allocation(app, alloc)
         confirmed = alloc.release_pending == termination
         if not confirmed:
-            self.outbox.add("released", si.AllocationRelease(
-                partition_name=self.name, application_id=app.application_id, uuid=alloc.uuid,
-                termination_type=termination, message=message,
-                allocation_key=alloc.allocation_key))
+            self.outbox.add(
+                "released",
+                si.AllocationRelease(
+                    partition_name=self.name,
+                    application_id=app.application_id,
+                    uuid=alloc.uuid,
+                    termination_type=termination,
+                    message=message,
+                    allocation_key=alloc.allocation_key,
+                ),
+            )
         self.schedule_pending = True
 
     def _drop_allocation(self, app: Application, alloc: Allocation) -> None:
@@ -616,11 +688,13 @@ class Partition:
         """
         if not self.index or not self.root.pending:
             return None
-        return self._propose_in(self.root, set() if skip is None else skip,
-                                set() if no_node is None else no_node)
+        return self._propose_in(
+            self.root, set() if skip is None else skip, set() if no_node is None else no_node
+        )
 
-    def _propose_in(self, queue: Queue, skip: set[int],
-                    no_node: set[tuple[tuple[str, int], ...]]) -> Proposal | None:
+    def _propose_in(
+        self, queue: Queue, skip: set[int], no_node: set[tuple[tuple[str, int], ...]]
+    ) -> Proposal | None:
         if queue.leaf:
             return self._propose_in_leaf(queue, skip, no_node)
         for child in queue.sorted_children():
@@ -629,8 +703,9 @@ class Partition:
                 return proposal
         return None
 
-    def _propose_in_leaf(self, queue: Queue, skip: set[int],
-                         no_node: set[tuple[tuple[str, int], ...]]) -> Proposal | None:
+    def _propose_in_leaf(
+        self, queue: Queue, skip: set[int], no_node: set[tuple[tuple[str, int], ...]]
+    ) -> Proposal | None:
         limited = bool(queue.limited_chain)
         for app in queue.sorted_applications():
             if app.state not in _SCHEDULABLE_STATES:
@@ -682,8 +757,17 @@ class Partition:
         ):
             return None
         alloc = Allocation(
-            new_uuid(), ask.allocation_key, app.application_id, self.name, node.node_id, res,
-            ask.priority, ask.tags, ask.task_group_name, ask.placeholder, ask.created,
+            new_uuid(),
+            ask.allocation_key,
+            app.application_id,
+            self.name,
+            node.node_id,
+            res,
+            ask.priority,
+            ask.tags,
+            ask.task_group_name,
+            ask.placeholder,
+            ask.created,
             self.clock(),
         )
         node.add_allocation(alloc)
@@ -704,19 +788,33 @@ class Partition:
             return
         self.log.debug("application {} {} -> {}", app.application_id, old, new)
         now = self.clock()
-        self.outbox.add("app_updated", si.UpdatedApplication(
-            application_id=app.application_id, state=str(new),
-            state_transition_timestamp=int(now * 1e9), message=message))
-        self._event(si.EventRecordType.APP, app.application_id, str(new),
-                    message or f"application {app.application_id} is {new}",
-                    group=app.queue_name)
+        self.outbox.add(
+            "app_updated",
+            si.UpdatedApplication(
+                application_id=app.application_id,
+                state=str(new),
+                state_transition_timestamp=int(now * 1e9),
+                message=message,
+            ),
+        )
+        self._event(
+            si.EventRecordType.APP,
+            app.application_id,
+            str(new),
+            message or f"application {app.application_id} is {new}",
+            group=app.queue_name,
+        )
         key = f"app:{app.application_id}"
         self.timers.cancel(key)
         delay, timer_event = _STATE_TIMERS.get(new, (None, None))
         if timer_event is not None:
             delay = getattr(self.timeouts, delay)  # type: ignore[arg-type]
-            self.timers.set(key, delay, AppTimer(application_id=app.application_id,
-                                                 event=timer_event, state=str(new)), to=key)
+            self.timers.set(
+                key,
+                delay,
+                AppTimer(application_id=app.application_id, event=timer_event, state=str(new)),
+                to=key,
+            )
         if new in (AppState.COMPLETED, AppState.FAILED):
             self._leave_queue(app)
         elif new is AppState.EXPIRED:
@@ -731,8 +829,12 @@ class Partition:
         if queue is not None:
             queue.applications.pop(app.application_id, None)
             if queue.dynamic and queue.is_empty():
-                self.timers.set(f"queue:{queue.path}", self.timeouts.dynamic_queue,
-                                QueueTimer(path=queue.path), to=f"queue:{queue.path}")
+                self.timers.set(
+                    f"queue:{queue.path}",
+                    self.timeouts.dynamic_queue,
+                    QueueTimer(path=queue.path),
+                    to=f"queue:{queue.path}",
+                )
             elif queue.status is QueueStatus.DRAINING:
                 self._remove_queue_if_empty(queue)
         if self.applications.get(app.application_id) is app:
@@ -748,11 +850,20 @@ class Partition:
             self.transition(app, event)
 
     # =========================================================================== events
-    def _event(self, kind: si.EventRecordType, object_id: str, reason: str, message: str,
-               group: str = "") -> None:
-        self.outbox.add("event", si.EventRecord(
-            type=kind, object_id=object_id, group_id=group, reason=reason, message=message,
-            timestamp_nano=int(self.clock() * 1e9)))
+    def _event(
+        self, kind: si.EventRecordType, object_id: str, reason: str, message: str, group: str = ""
+    ) -> None:
+        self.outbox.add(
+            "event",
+            si.EventRecord(
+                type=kind,
+                object_id=object_id,
+                group_id=group,
+                reason=reason,
+                message=message,
+                timestamp_nano=int(self.clock() * 1e9),
+            ),
+        )
 
     # ========================================================================= capacity
     def capacity(self) -> tuple[Res, Res]:
@@ -764,8 +875,10 @@ class Partition:
         return total, used
 
     def __repr__(self) -> str:
-        return (f"<Partition {self.name} apps={len(self.applications)} nodes={len(self.nodes)} "
-                f"allocations={self.total_allocations}>")
+        return (
+            f"<Partition {self.name} apps={len(self.applications)} nodes={len(self.nodes)} "
+            f"allocations={self.total_allocations}>"
+        )
 
 
 _STATE_TIMERS: dict[AppState, tuple[str, str]] = {

@@ -114,7 +114,7 @@ class RMProxy:
     def rm(self, request: Any, expected: type) -> RMRecord:
         if type(request) is not expected:
             _fail(request, expected)
-        rm_id = check_rm_id(request.rm_id)
+        rm_id = check_rm_id(getattr(request, "rm_id", None))
         record = self.rms.get(rm_id)
         if record is None:
             raise SchedulerError(f"resource manager {rm_id!r} is not registered")
@@ -143,8 +143,11 @@ class RMProxy:
             if type(info) is not si.NodeInfo:
                 raise SchedulerError(f"NodeRequest.nodes holds a {type(info).__name__}")
             try:
-                partition = info.attributes.get(si.NODE_PARTITION, "") if isinstance(
-                    info.attributes, dict) else ""
+                partition = (
+                    info.attributes.get(si.NODE_PARTITION, "")
+                    if isinstance(info.attributes, dict)
+                    else ""
+                )
                 name, _ = self._partition(rm, partition)
                 routed.setdefault(name, []).append(self._node(info))
             except _Bad as bad:
@@ -170,9 +173,14 @@ class RMProxy:
             occupied = _resource(info.occupied_resource, f"node {node_id} occupied")
         attributes = _str_map(info.attributes, f"node {node_id} attributes")
         existing = tuple(self._existing(a, node_id) for a in info.existing_allocations)
-        return NodeUpdate(node_id=node_id, action=action, capacity=capacity, occupied=occupied,
-                          attributes=attributes if (attributes or capacity is not None) else None,
-                          existing=existing)
+        return NodeUpdate(
+            node_id=node_id,
+            action=action,
+            capacity=capacity,
+            occupied=occupied,
+            attributes=attributes if (attributes or capacity is not None) else None,
+            existing=existing,
+        )
 
     def _existing(self, alloc: object, node_id: str) -> AllocationSpec:
         if type(alloc) is not si.Allocation:
@@ -182,8 +190,8 @@ class RMProxy:
             raise _Bad(f"node {node_id}: existing allocation {uuid} names node {alloc.node_id}")
         return AllocationSpec(
             uuid=uuid,
-            allocation_key=_text(alloc.allocation_key, f"allocation {uuid} key",
-                                 required=False) or uuid,
+            allocation_key=_text(alloc.allocation_key, f"allocation {uuid} key", required=False)
+            or uuid,
             application_id=_text(alloc.application_id, f"allocation {uuid} application id"),
             node_id=node_id,
             resource=_resource(alloc.resource_per_alloc, f"allocation {uuid} resource"),
@@ -228,26 +236,31 @@ class RMProxy:
     def _app(self, app: si.AddApplicationRequest) -> AppSpec:
         app_id = _text(app.application_id, "application id")
         ugi = app.ugi
-        user, groups = "", ()
+        user, groups = "", tuple[str, ...]()
         if ugi is not None:
             if type(ugi) is not si.UserGroupInformation:
                 raise _Bad(f"application {app_id}: ugi must be an si.UserGroupInformation")
             user = _text(ugi.user, f"application {app_id} user", required=False)
             groups = tuple(_text(g, f"application {app_id} group") for g in ugi.groups)
-        style = GANG_STYLES.get(_text(app.gang_scheduling_style, "gang style", required=False)
-                                .lower())
+        style = GANG_STYLES.get(
+            _text(app.gang_scheduling_style, "gang style", required=False).lower()
+        )
         if style is None:
-            raise _Bad(f"application {app_id}: gang scheduling style "
-                       f"{app.gang_scheduling_style!r} is neither Hard nor Soft")
+            raise _Bad(
+                f"application {app_id}: gang scheduling style "
+                f"{app.gang_scheduling_style!r} is neither Hard nor Soft"
+            )
         return AppSpec(
             application_id=app_id,
             queue_name=_text(app.queue_name, f"application {app_id} queue", required=False),
-            user=user, groups=groups,
+            user=user,
+            groups=groups,
             tags=_str_map(app.tags, f"application {app_id} tags"),
             placeholder_ask=_resource(app.placeholder_ask, f"application {app_id} placeholder ask"),
             gang_scheduling_style=style,
-            execution_timeout_ms=_int(app.execution_timeout_milliseconds,
-                                      f"application {app_id} execution timeout"),
+            execution_timeout_ms=_int(
+                app.execution_timeout_milliseconds, f"application {app_id} execution timeout"
+            ),
         )
 
     # ------------------------------------------------------------------ allocations
@@ -274,8 +287,9 @@ class RMProxy:
             for ref, msg in self._releases(rm, releases.allocations_to_release):
                 ref.tell(msg)
 
-    def _asks(self, rm: RMRecord, asks: list[Any],
-              routed: dict[str, dict[str, list[Any]]]) -> list[si.RejectedAllocationAsk]:
+    def _asks(
+        self, rm: RMRecord, asks: list[Any], routed: dict[str, dict[str, list[Any]]]
+    ) -> list[si.RejectedAllocationAsk]:
         rejected: list[si.RejectedAllocationAsk] = []
         AskType = si.AllocationAsk
         for ask in asks:
@@ -285,10 +299,17 @@ class RMProxy:
                 spec = self._ask(ask)
                 name, _ = self._partition(rm, ask.partition_name)
             except _Bad as bad:
-                rejected.append(si.RejectedAllocationAsk(
-                    allocation_key=ask.allocation_key if type(ask.allocation_key) is str else "",
-                    application_id=ask.application_id if type(ask.application_id) is str else "",
-                    reason=bad.reason))
+                rejected.append(
+                    si.RejectedAllocationAsk(
+                        allocation_key=ask.allocation_key
+                        if type(ask.allocation_key) is str
+                        else "",
+                        application_id=ask.application_id
+                        if type(ask.application_id) is str
+                        else "",
+                        reason=bad.reason,
+                    )
+                )
                 continue
             per_app = routed.get(name)
             if per_app is None:
@@ -323,12 +344,18 @@ class RMProxy:
         if type(group) is not str:
             raise _Bad(f"ask {key}: task group name must be a string")
         return AskSpec(
-            allocation_key=key, application_id=app_id, resource=resource,
-            max_allocations=count or 1, priority=priority, tags=tags,
-            task_group_name=group, placeholder=bool(ask.placeholder) and bool(group),
+            allocation_key=key,
+            application_id=app_id,
+            resource=resource,
+            max_allocations=count or 1,
+            priority=priority,
+            tags=tags,
+            task_group_name=group,
+            placeholder=bool(ask.placeholder) and bool(group),
             originator=bool(ask.originator),
-            execution_timeout_ms=_int(ask.execution_timeout_milliseconds,
-                                      f"ask {key} execution timeout"),
+            execution_timeout_ms=_int(
+                ask.execution_timeout_milliseconds, f"ask {key} execution timeout"
+            ),
             required_node=tags.get(si.DOMAIN_YUNIKORN + si.KEY_REQUIRED_NODE, "") if tags else "",
         )
 
@@ -356,9 +383,17 @@ class RMProxy:
             info[(name, app_id)] = (_termination(rel.termination_type), rel.message)
         for (name, app_id), keys in grouped.items():
             termination, message = info[(name, app_id)]
-            out.append((rm.partitions[name], AsksReleased(
-                application_id=app_id, allocation_keys=tuple(keys), termination=termination,
-                message=message)))
+            out.append(
+                (
+                    rm.partitions[name],
+                    AsksReleased(
+                        application_id=app_id,
+                        allocation_keys=tuple(keys),
+                        termination=termination,
+                        message=message,
+                    ),
+                )
+            )
         return out
 
     def _releases(self, rm: RMRecord, items: Iterable[Any]) -> list[tuple[ActorRef, Any]]:
@@ -373,20 +408,23 @@ class RMProxy:
             except _Bad as bad:
                 logger.bind(rm_id=rm.rm_id).warning("allocation release ignored: {}", bad.reason)
                 continue
-            grouped.setdefault((name, app_id), []).append(AllocationReleased(
-                uuid=uuid, termination=_termination(rel.termination_type),
-                message=rel.message if type(rel.message) is str else "",
-                allocation_key=rel.allocation_key if type(rel.allocation_key) is str else ""))
+            grouped.setdefault((name, app_id), []).append(
+                AllocationReleased(
+                    uuid=uuid,
+                    termination=_termination(rel.termination_type),
+                    message=rel.message if type(rel.message) is str else "",
+                    allocation_key=rel.allocation_key if type(rel.allocation_key) is str else "",
+                )
+            )
         return [
-            (rm.partitions[name], AllocationsReleased(application_id=app_id,
-                                                      releases=tuple(rels)))
+            (rm.partitions[name], AllocationsReleased(application_id=app_id, releases=tuple(rels)))
             for (name, app_id), rels in grouped.items()
         ]
 
 
 def _termination(value: object) -> si.TerminationType:
     try:
-        termination = si.TerminationType(value)  # type: ignore[call-overload]
+        termination = si.TerminationType(value)  # type: ignore[arg-type]
     except (ValueError, TypeError):
         return si.TerminationType.STOPPED_BY_RM
     if termination == si.TerminationType.UNKNOWN_TERMINATION_TYPE:

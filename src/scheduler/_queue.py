@@ -35,7 +35,7 @@ class Queue:
     ) -> None:
         self.name = name
         self.parent = parent
-        self.path = f"{parent.path}.{name}" if parent else name
+        self.path: str = f"{parent.path}.{name}" if parent else name
         self.leaf = leaf
         self.dynamic = dynamic
         self.status = QueueStatus.ACTIVE

@@ -76,7 +76,9 @@ def fits(ask: Mapping[str, int], available: Mapping[str, int]) -> bool:
     return True
 
 
-def fits_under_max(ask: Mapping[str, int], used: Mapping[str, int], limit: Mapping[str, int]) -> bool:
+def fits_under_max(
+    ask: Mapping[str, int], used: Mapping[str, int], limit: Mapping[str, int]
+) -> bool:
     """``used + ask`` stays within ``limit``; names missing from ``limit`` are unlimited."""
     for name, v in ask.items():
         cap = limit.get(name)

@@ -150,9 +150,16 @@ def placeholder_data(app: Application) -> list[dict[str, Any]]:
     groups: dict[str, dict[str, Any]] = {}
     for ask in app.asks.values():
         if ask.placeholder and ask.task_group_name:
-            entry = groups.setdefault(ask.task_group_name, {
-                "taskGroupName": ask.task_group_name, "count": 0,
-                "minResource": dict(ask.resource), "replaced": 0, "timedout": 0})
+            entry = groups.setdefault(
+                ask.task_group_name,
+                {
+                    "taskGroupName": ask.task_group_name,
+                    "count": 0,
+                    "minResource": dict(ask.resource),
+                    "replaced": 0,
+                    "timedout": 0,
+                },
+            )
             entry["count"] += ask.max_allocations
     return list(groups.values())
 
@@ -169,7 +176,8 @@ def node_info(node: Node) -> dict[str, Any]:
         "available": _available(node),
         "utilized": {
             name: round(100 * node.allocated.get(name, 0) / cap)
-            for name, cap in node.capacity.items() if cap > 0
+            for name, cap in node.capacity.items()
+            if cap > 0
         },
         "allocations": [allocation_info(a) for a in node.allocations.values()],
         "schedulable": node.schedulable,

@@ -51,8 +51,12 @@ class RecordingCallback(ResourceManagerCallback):
         return [a for r in self.application_responses for a in r.rejected]
 
     def app_states(self, application_id: str) -> list[str]:
-        return [u.state for r in self.application_responses for u in r.updated
-                if u.application_id == application_id]
+        return [
+            u.state
+            for r in self.application_responses
+            for u in r.updated
+            if u.application_id == application_id
+        ]
 
     @property
     def accepted_nodes(self) -> list[str]:

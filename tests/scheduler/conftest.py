@@ -38,21 +38,37 @@ partitions:
 
 
 def node(node_id: str, memory: int = 100, vcore: int = 10, **kw: Any) -> si.NodeInfo:
-    return si.NodeInfo(node_id=node_id, action=si.ActionFromRM.CREATE,
-                       schedulable_resource=si.Resource.of(memory=memory, vcore=vcore), **kw)
+    return si.NodeInfo(
+        node_id=node_id,
+        action=si.ActionFromRM.CREATE,
+        schedulable_resource=si.Resource.of(memory=memory, vcore=vcore),
+        **kw,
+    )
 
 
-def app(app_id: str, queue: str = "root.a", user: str = "alice", **kw: Any) -> si.AddApplicationRequest:
-    return si.AddApplicationRequest(application_id=app_id, queue_name=queue,
-                                    partition_name="default",
-                                    ugi=si.UserGroupInformation(user=user), **kw)
+def app(
+    app_id: str, queue: str = "root.a", user: str = "alice", **kw: Any
+) -> si.AddApplicationRequest:
+    return si.AddApplicationRequest(
+        application_id=app_id,
+        queue_name=queue,
+        partition_name="default",
+        ugi=si.UserGroupInformation(user=user),
+        **kw,
+    )
 
 
-def ask(key: str, app_id: str, memory: int = 10, vcore: int = 1, count: int = 1,
-        **kw: Any) -> si.AllocationAsk:
-    return si.AllocationAsk(allocation_key=key, application_id=app_id, partition_name="default",
-                            resource_ask=si.Resource.of(memory=memory, vcore=vcore),
-                            max_allocations=count, **kw)
+def ask(
+    key: str, app_id: str, memory: int = 10, vcore: int = 1, count: int = 1, **kw: Any
+) -> si.AllocationAsk:
+    return si.AllocationAsk(
+        allocation_key=key,
+        application_id=app_id,
+        partition_name="default",
+        resource_ask=si.Resource.of(memory=memory, vcore=vcore),
+        max_allocations=count,
+        **kw,
+    )
 
 
 class Driver:
@@ -65,8 +81,11 @@ class Driver:
 
     async def register(self, config: str = QUEUES) -> None:
         await self.core.register_resource_manager(
-            si.RegisterResourceManagerRequest(rm_id=RM, policy_group="default", version="1",
-                                              config=config), self.rm)
+            si.RegisterResourceManagerRequest(
+                rm_id=RM, policy_group="default", version="1", config=config
+            ),
+            self.rm,
+        )
 
     async def nodes(self, *infos: si.NodeInfo) -> None:
         await self.core.update_node(si.NodeRequest(rm_id=RM, nodes=list(infos)))
@@ -75,28 +94,58 @@ class Driver:
         await self.core.update_application(si.ApplicationRequest(rm_id=RM, new=list(apps)))
 
     async def remove_apps(self, *app_ids: str) -> None:
-        await self.core.update_application(si.ApplicationRequest(rm_id=RM, remove=[
-            si.RemoveApplicationRequest(application_id=a, partition_name="default")
-            for a in app_ids]))
+        await self.core.update_application(
+            si.ApplicationRequest(
+                rm_id=RM,
+                remove=[
+                    si.RemoveApplicationRequest(application_id=a, partition_name="default")
+                    for a in app_ids
+                ],
+            )
+        )
 
     async def asks(self, *asks: si.AllocationAsk) -> None:
         await self.core.update_allocation(si.AllocationRequest(rm_id=RM, asks=list(asks)))
 
-    async def release(self, *allocs: si.Allocation,
-                      termination: si.TerminationType = si.TerminationType.STOPPED_BY_RM) -> None:
-        await self.core.update_allocation(si.AllocationRequest(
-            rm_id=RM, releases=si.AllocationReleasesRequest(allocations_to_release=[
-                si.AllocationRelease(partition_name="default", application_id=a.application_id,
-                                     uuid=a.uuid, termination_type=termination)
-                for a in allocs])))
+    async def release(
+        self,
+        *allocs: si.Allocation,
+        termination: si.TerminationType = si.TerminationType.STOPPED_BY_RM,
+    ) -> None:
+        await self.core.update_allocation(
+            si.AllocationRequest(
+                rm_id=RM,
+                releases=si.AllocationReleasesRequest(
+                    allocations_to_release=[
+                        si.AllocationRelease(
+                            partition_name="default",
+                            application_id=a.application_id,
+                            uuid=a.uuid,
+                            termination_type=termination,
+                        )
+                        for a in allocs
+                    ]
+                ),
+            )
+        )
 
     async def release_asks(self, app_id: str, *keys: str) -> None:
-        await self.core.update_allocation(si.AllocationRequest(
-            rm_id=RM, releases=si.AllocationReleasesRequest(allocation_asks_to_release=[
-                si.AllocationAskRelease(partition_name="default", application_id=app_id,
-                                        allocation_key=k,
-                                        termination_type=si.TerminationType.STOPPED_BY_RM)
-                for k in keys or ("",)])))
+        await self.core.update_allocation(
+            si.AllocationRequest(
+                rm_id=RM,
+                releases=si.AllocationReleasesRequest(
+                    allocation_asks_to_release=[
+                        si.AllocationAskRelease(
+                            partition_name="default",
+                            application_id=app_id,
+                            allocation_key=k,
+                            termination_type=si.TerminationType.STOPPED_BY_RM,
+                        )
+                        for k in keys or ("",)
+                    ]
+                ),
+            )
+        )
 
     async def settle(self) -> None:
         await self.core.settle()

@@ -15,8 +15,12 @@ pytestmark = pytest.mark.asyncio
 
 # ============================================================================ registration
 async def test_public_surface_matches_the_documented_names() -> None:
-    assert set(scheduler.__all__) >= {"start_scheduler", "SchedulerError", "NotFoundError",
-                                      "ResourceManagerCallback"}
+    assert set(scheduler.__all__) >= {
+        "start_scheduler",
+        "SchedulerError",
+        "NotFoundError",
+        "ResourceManagerCallback",
+    }
     from scheduler import testing
 
     assert set(testing.__all__) >= {"ManualClock"}
@@ -26,13 +30,15 @@ async def test_register_with_invalid_config_raises(core: scheduler.Core) -> None
     with pytest.raises(scheduler.SchedulerError):
         await core.register_resource_manager(
             si.RegisterResourceManagerRequest(rm_id="rm", config="partitions: [{name: x"),
-            RecordingCallback())
+            RecordingCallback(),
+        )
 
 
 async def test_register_without_rm_id_raises(core: scheduler.Core) -> None:
     with pytest.raises(scheduler.SchedulerError, match="rm_id"):
-        await core.register_resource_manager(si.RegisterResourceManagerRequest(),
-                                             RecordingCallback())
+        await core.register_resource_manager(
+            si.RegisterResourceManagerRequest(), RecordingCallback()
+        )
 
 
 async def test_default_config_when_empty(core: scheduler.Core) -> None:
@@ -76,8 +82,9 @@ async def test_node_create_accepted_duplicate_rejected(driver: Driver) -> None:
 
 
 async def test_node_with_negative_capacity_rejected(driver: Driver) -> None:
-    bad = si.NodeInfo(node_id="bad", action=si.ActionFromRM.CREATE,
-                      schedulable_resource=si.Resource.of(memory=-1))
+    bad = si.NodeInfo(
+        node_id="bad", action=si.ActionFromRM.CREATE, schedulable_resource=si.Resource.of(memory=-1)
+    )
     await driver.nodes(bad)
     await driver.settle()
     [rejected] = driver.rm.rejected_nodes
@@ -86,9 +93,14 @@ async def test_node_with_negative_capacity_rejected(driver: Driver) -> None:
 
 async def test_node_update_occupied_and_capacity(driver: Driver) -> None:
     await driver.nodes(node("n1", memory=100, vcore=10))
-    await driver.nodes(si.NodeInfo(node_id="n1", action=si.ActionFromRM.UPDATE,
-                                   schedulable_resource=si.Resource.of(memory=200, vcore=20),
-                                   occupied_resource=si.Resource.of(memory=50, vcore=5)))
+    await driver.nodes(
+        si.NodeInfo(
+            node_id="n1",
+            action=si.ActionFromRM.UPDATE,
+            schedulable_resource=si.Resource.of(memory=200, vcore=20),
+            occupied_resource=si.Resource.of(memory=50, vcore=5),
+        )
+    )
     await driver.settle()
     info = await driver.core.get_node("default", "n1")
     assert info["capacity"] == {"memory": 200, "vcore": 20}
@@ -134,11 +146,14 @@ async def test_application_accepted_and_reported_new(driver: Driver) -> None:
     assert info["queueName"] == "root.a"
 
 
-@pytest.mark.parametrize(("queue", "reason"), [
-    ("root.nope", "does not exist"),
-    ("root.parent", "not a leaf"),
-    ("root", "not a leaf"),
-])
+@pytest.mark.parametrize(
+    ("queue", "reason"),
+    [
+        ("root.nope", "does not exist"),
+        ("root.parent", "not a leaf"),
+        ("root", "not a leaf"),
+    ],
+)
 async def test_application_rejected_with_reason(driver: Driver, queue: str, reason: str) -> None:
     await driver.apps(app("a1", queue=queue))
     await driver.settle()
@@ -188,9 +203,11 @@ partitions:
           - name: closed
             submitacl: "bob"
 """)
-    await d.apps(app("a1", queue="root.closed", user="alice"),
-                 app("a2", queue="root.closed", user="bob"),
-                 app("a3", queue="root.open", user="alice"))
+    await d.apps(
+        app("a1", queue="root.closed", user="alice"),
+        app("a2", queue="root.closed", user="bob"),
+        app("a3", queue="root.open", user="alice"),
+    )
     await d.settle()
     assert d.rm.accepted_apps == ["a2", "a3"]
     assert "may not submit" in d.rm.rejected_apps[0].reason
@@ -207,7 +224,11 @@ async def test_lifecycle_new_accepted_starting_running(driver: Driver) -> None:
     assert driver.rm.app_states("a1") == ["Accepted", "Starting", "Running"]
     info = await driver.core.get_application("default", "a1")
     assert [s["applicationState"] for s in info["stateLog"]] == [
-        "New", "Accepted", "Starting", "Running"]
+        "New",
+        "Accepted",
+        "Starting",
+        "Running",
+    ]
 
 
 async def test_starting_becomes_running_after_five_minutes(driver: Driver) -> None:
@@ -269,8 +290,7 @@ async def test_remove_application_releases_its_allocations(driver: Driver) -> No
     await driver.remove_apps("a1")
     await driver.settle()
     assert {r.uuid for r in driver.rm.released} == uuids
-    assert all(r.termination_type == si.TerminationType.STOPPED_BY_RM
-               for r in driver.rm.released)
+    assert all(r.termination_type == si.TerminationType.STOPPED_BY_RM for r in driver.rm.released)
     info = await driver.core.get_application("default", "a1")
     assert info["applicationState"] == "Completed"
     queue = await driver.core.get_queue("default", "root.a")
@@ -287,8 +307,12 @@ async def test_max_allocations_gives_that_many(driver: Driver) -> None:
     allocs = driver.allocs("a1")
     assert [a.allocation_key for a in allocs] == ["k1"] * 3
     assert len({a.uuid for a in allocs}) == 3
-    assert all(a.partition_name == "default" and a.node_id == "n1" and
-               a.resource_per_alloc == si.Resource.of(memory=10, vcore=1) for a in allocs)
+    assert all(
+        a.partition_name == "default"
+        and a.node_id == "n1"
+        and a.resource_per_alloc == si.Resource.of(memory=10, vcore=1)
+        for a in allocs
+    )
 
 
 async def test_ask_update_with_same_key_replaces_it(driver: Driver) -> None:
@@ -316,21 +340,51 @@ async def test_ask_release_removes_pending(driver: Driver) -> None:
     assert info["requests"] == [] and info["applicationState"] == "Completing"
 
 
-@pytest.mark.parametrize(("bad", "reason"), [
-    (si.AllocationAsk(allocation_key="", application_id="a1",
-                      resource_ask=si.Resource.of(memory=1)), "allocation key"),
-    (si.AllocationAsk(allocation_key="k", application_id="a1",
-                      resource_ask=si.Resource.of(memory=-1)), "negative"),
-    (si.AllocationAsk(allocation_key="k", application_id="a1"), "empty"),
-    (si.AllocationAsk(allocation_key="k", application_id="nope",
-                      resource_ask=si.Resource.of(memory=1)), "not found"),
-    (si.AllocationAsk(allocation_key="k", application_id="a1", partition_name="other",
-                      resource_ask=si.Resource.of(memory=1)), "partition"),
-    (si.AllocationAsk(allocation_key="k", application_id="a1", max_allocations=-2,
-                      resource_ask=si.Resource.of(memory=1)), "max allocations"),
-])
-async def test_bad_asks_rejected_with_a_reason(driver: Driver, bad: si.AllocationAsk,
-                                               reason: str) -> None:
+@pytest.mark.parametrize(
+    ("bad", "reason"),
+    [
+        (
+            si.AllocationAsk(
+                allocation_key="", application_id="a1", resource_ask=si.Resource.of(memory=1)
+            ),
+            "allocation key",
+        ),
+        (
+            si.AllocationAsk(
+                allocation_key="k", application_id="a1", resource_ask=si.Resource.of(memory=-1)
+            ),
+            "negative",
+        ),
+        (si.AllocationAsk(allocation_key="k", application_id="a1"), "empty"),
+        (
+            si.AllocationAsk(
+                allocation_key="k", application_id="nope", resource_ask=si.Resource.of(memory=1)
+            ),
+            "not found",
+        ),
+        (
+            si.AllocationAsk(
+                allocation_key="k",
+                application_id="a1",
+                partition_name="other",
+                resource_ask=si.Resource.of(memory=1),
+            ),
+            "partition",
+        ),
+        (
+            si.AllocationAsk(
+                allocation_key="k",
+                application_id="a1",
+                max_allocations=-2,
+                resource_ask=si.Resource.of(memory=1),
+            ),
+            "max allocations",
+        ),
+    ],
+)
+async def test_bad_asks_rejected_with_a_reason(
+    driver: Driver, bad: si.AllocationAsk, reason: str
+) -> None:
     await driver.apps(app("a1"))
     await driver.asks(bad, ask("good", "a1"))
     await driver.settle()
@@ -362,7 +416,7 @@ async def test_release_by_rm_is_confirmed_and_frees_resources(driver: Driver) ->
     await driver.apps(app("a1"))
     await driver.asks(ask("k1", "a1", count=2))
     await driver.settle()
-    first, second = driver.allocs("a1")
+    first, _ = driver.allocs("a1")
     await driver.release(first)
     await driver.settle()
     [released] = driver.rm.released
@@ -370,7 +424,9 @@ async def test_release_by_rm_is_confirmed_and_frees_resources(driver: Driver) ->
     assert released.termination_type == si.TerminationType.STOPPED_BY_RM
     assert (await driver.core.get_node("default", "n1"))["allocated"] == {"memory": 10, "vcore": 1}
     assert (await driver.core.get_queue("default", "root.a"))["allocatedResource"] == {
-        "memory": 10, "vcore": 1}
+        "memory": 10,
+        "vcore": 1,
+    }
 
 
 async def test_each_allocation_reaches_the_rm_once(driver: Driver) -> None:
@@ -448,8 +504,10 @@ async def test_fair_queue_balances_applications(driver: Driver) -> None:
     assert sorted(a.application_id for a in driver.allocs()) == ["x", "x", "y", "y"]
 
 
-@pytest.mark.parametrize(("policy", "expected"), [("fair", ["n1", "n2", "n1", "n2"]),
-                                                  ("binpacking", ["n1", "n1", "n1", "n1"])])
+@pytest.mark.parametrize(
+    ("policy", "expected"),
+    [("fair", ["n1", "n2", "n1", "n2"]), ("binpacking", ["n1", "n1", "n1", "n1"])],
+)
 async def test_node_sorting_policy(core: scheduler.Core, policy: str, expected: list[str]) -> None:
     d = Driver(core, ManualClock())
     await d.register(f"""
@@ -492,9 +550,13 @@ async def test_update_configuration_applies_and_invalid_keeps_old(driver: Driver
     await driver.core.update_configuration(si.UpdateConfigurationRequest(rm_id=RM, config=new))
     assert (await driver.core.get_queue("default", "root.a"))["maxResource"]["memory"] == 2000
     with pytest.raises(scheduler.SchedulerError):
-        await driver.core.update_configuration(si.UpdateConfigurationRequest(
-            rm_id=RM, config="partitions: [{name: default, queues: [{name: root, resources: "
-                             "{max: {memory: -1}}}]}]"))
+        await driver.core.update_configuration(
+            si.UpdateConfigurationRequest(
+                rm_id=RM,
+                config="partitions: [{name: default, queues: [{name: root, resources: "
+                "{max: {memory: -1}}}]}]",
+            )
+        )
     assert (await driver.core.get_queue("default", "root.a"))["maxResource"]["memory"] == 2000
 
 
@@ -502,10 +564,13 @@ async def test_removed_queue_drains(driver: Driver) -> None:
     await driver.apps(app("a1", queue="root.b"))
     await driver.asks(ask("k", "a1"))
     await driver.settle()
-    new = QUEUES.replace("""          - name: b
+    new = QUEUES.replace(
+        """          - name: b
             resources:
               guaranteed: {memory: 500, vcore: 50}
-""", "")
+""",
+        "",
+    )
     await driver.core.update_configuration(si.UpdateConfigurationRequest(rm_id=RM, config=new))
     assert (await driver.core.get_queue("default", "root.b"))["status"] == "Draining"
     await driver.apps(app("a2", queue="root.b"))
@@ -513,8 +578,9 @@ async def test_removed_queue_drains(driver: Driver) -> None:
     assert "Draining" in driver.rm.rejected_apps[0].reason
 
 
-async def test_dynamic_queue_created_and_removed_when_empty(core: scheduler.Core,
-                                                            clock: ManualClock) -> None:
+async def test_dynamic_queue_created_and_removed_when_empty(
+    core: scheduler.Core, clock: ManualClock
+) -> None:
     d = Driver(core, clock)
     await d.register("")  # the built-in default: applications name their queue
     await d.nodes(node("n1"))
@@ -540,16 +606,35 @@ async def test_query_shapes(driver: Driver) -> None:
     await driver.asks(ask("k1", "a1"), ask("k2", "a1", memory=10_000))
     await driver.settle()
     appinfo = await driver.core.get_application("default", "a1")
-    for key in ("applicationID", "applicationState", "queueName", "partition", "usedResource",
-                "pendingResource", "allocations", "requests", "placeholderData", "stateLog",
-                "rejectedMessage"):
+    for key in (
+        "applicationID",
+        "applicationState",
+        "queueName",
+        "partition",
+        "usedResource",
+        "pendingResource",
+        "allocations",
+        "requests",
+        "placeholderData",
+        "stateLog",
+        "rejectedMessage",
+    ):
         assert key in appinfo, key
     [alloc] = appinfo["allocations"]
-    assert {"allocationKey", "uuid", "nodeId", "resource", "placeholder",
-            "taskGroupName"} <= set(alloc)
+    assert {"allocationKey", "uuid", "nodeId", "resource", "placeholder", "taskGroupName"} <= set(
+        alloc
+    )
     nodeinfo = await driver.core.get_node("default", "n1")
-    for key in ("nodeID", "capacity", "allocated", "occupied", "available", "schedulable",
-                "allocations", "reservations"):
+    for key in (
+        "nodeID",
+        "capacity",
+        "allocated",
+        "occupied",
+        "available",
+        "schedulable",
+        "allocations",
+        "reservations",
+    ):
         assert key in nodeinfo, key
     root = await driver.core.get_queue("default", "root")
     assert {c["queuename"] for c in root["children"]} >= {"root.a", "root.b"}
@@ -562,10 +647,12 @@ async def test_query_shapes(driver: Driver) -> None:
 
 
 async def test_not_found_errors(driver: Driver) -> None:
-    for coro in (driver.core.get_queue("default", "root.zzz"),
-                 driver.core.get_queue("nopart", "root"),
-                 driver.core.get_application("default", "nope"),
-                 driver.core.get_node("default", "nope")):
+    for coro in (
+        driver.core.get_queue("default", "root.zzz"),
+        driver.core.get_queue("nopart", "root"),
+        driver.core.get_application("default", "nope"),
+        driver.core.get_node("default", "nope"),
+    ):
         with pytest.raises(scheduler.NotFoundError):
             await coro
 
@@ -589,9 +676,14 @@ async def test_callback_exception_does_not_stop_the_core(core: scheduler.Core) -
 async def test_recovery_of_existing_allocations(driver: Driver) -> None:
     await driver.apps(app("a1"))
     await driver.settle()
-    existing = si.Allocation(allocation_key="k0", uuid="old-1", application_id="a1",
-                             node_id="n1", partition_name="default",
-                             resource_per_alloc=si.Resource.of(memory=30, vcore=3))
+    existing = si.Allocation(
+        allocation_key="k0",
+        uuid="old-1",
+        application_id="a1",
+        node_id="n1",
+        partition_name="default",
+        resource_per_alloc=si.Resource.of(memory=30, vcore=3),
+    )
     await driver.nodes(node("n1", existing_allocations=[existing]))
     await driver.settle()
     assert driver.rm.accepted_nodes == ["n1"]
@@ -606,8 +698,12 @@ async def test_recovery_of_existing_allocations(driver: Driver) -> None:
 
 
 async def test_recovery_for_unknown_application_rejects_the_node(driver: Driver) -> None:
-    existing = si.Allocation(allocation_key="k0", uuid="old-1", application_id="ghost",
-                             resource_per_alloc=si.Resource.of(memory=1))
+    existing = si.Allocation(
+        allocation_key="k0",
+        uuid="old-1",
+        application_id="ghost",
+        resource_per_alloc=si.Resource.of(memory=1),
+    )
     await driver.nodes(node("n1", existing_allocations=[existing]))
     await driver.settle()
     [rejected] = driver.rm.rejected_nodes
