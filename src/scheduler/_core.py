@@ -50,6 +50,7 @@ class Core:
         self.timeouts = timeouts or Timeouts()
         self.proxy = RMProxy()
         self._registrations: dict[str, _Registration] = {}
+        self._predicates: dict[str, bool] = {}
         self._generation = 0
 
     @property
@@ -104,6 +105,7 @@ class Core:
         )
         actors: dict[str, PartitionActor] = {}
         refs: dict[str, ActorRef] = {}
+        self._predicates[rm_id] = _overrides_predicates(callback)
         for pconf in config.partitions:
             actor, ref = self._spawn_partition(rm_id, gen, pconf, callback_ref)
             actors[pconf.name] = actor
@@ -118,7 +120,12 @@ class Core:
         name = f"rm:{rm_id}#{gen}/partition:{pconf.name}"
         dispatcher = self.system.dispatcher(name)
         actor = PartitionActor(
-            pconf, rm_id=rm_id, callback=callback_ref, dispatcher=dispatcher, timeouts=self.timeouts
+            pconf,
+            rm_id=rm_id,
+            callback=callback_ref,
+            dispatcher=dispatcher,
+            timeouts=self.timeouts,
+            predicates=self._predicates.get(rm_id, False),
         )
         ref = self.system.spawn(actor, name=name, dispatcher=dispatcher)
         return actor, ref
@@ -254,6 +261,12 @@ class Core:
 
     def __repr__(self) -> str:
         return f"<Core rms={sorted(self._registrations)} {self.system!r}>"
+
+
+def _overrides_predicates(callback: object) -> bool:
+    """An RM that overrides ``predicates`` is asked before each allocation; others are not."""
+    method = getattr(type(callback), "predicates", None)
+    return method is not ResourceManagerCallback.predicates
 
 
 def _stats(stats: Any) -> dict[str, Any]:

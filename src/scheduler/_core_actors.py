@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from loguru import logger
 
 from actors import Actor, ActorRef, ActorSystem, Dispatcher, TimerHandle
-from scheduler import _views
+from scheduler import _views, si
 from scheduler._application import Application
 from scheduler._errors import NotFoundError, SchedulerError
 from scheduler._events import (
@@ -23,10 +23,12 @@ from scheduler._events import (
     AppTimer,
     AsksReleased,
     AsksUpdated,
+    CheckPredicates,
     ConfigUpdated,
     Event,
     NodesUpdated,
     Outbound,
+    PredicatesChecked,
     Query,
     QueueTimer,
 )
@@ -80,7 +82,9 @@ class PartitionActor(Actor):
         callback: ActorRef,
         dispatcher: Dispatcher,
         timeouts: Timeouts | None = None,
+        predicates: bool = False,
     ) -> None:
+        self._predicates = predicates
         self._config = config
         self._rm_id = rm_id
         self._callback = callback
@@ -101,6 +105,7 @@ class PartitionActor(Actor):
             timeouts=self._timeouts,
         )
         p = self.partition
+        p.use_predicates = self._predicates
         p.on_queue_added = self._spawn_queue
         p.on_queue_removed = self._stop_queue
         p.on_app_removed = self._stop_app
@@ -166,6 +171,8 @@ class PartitionActor(Actor):
                 return _views.answer(p, kind, key)
             case _Continue():
                 pass  # on_drained goes on with the pass
+            case PredicatesChecked(allowed=allowed):
+                p.on_predicates_checked(allowed)
             case _:
                 raise SchedulerError(f"partition {p.name}: unexpected message {message!r}")
         return None
@@ -197,7 +204,18 @@ class PartitionActor(Actor):
 
     def on_drained(self) -> None:
         p = self.partition
-        if p.schedule_pending:
+        if p.use_predicates:
+            if p.schedule_pending:
+                proposal = p.propose_checked()
+                if proposal is not None:
+                    self._callback.tell(
+                        CheckPredicates(
+                            allocation_key=proposal.ask.allocation_key,
+                            node_id=proposal.node.node_id,
+                            reply_to=self.actor_ref,
+                        )
+                    )
+        elif p.schedule_pending:
             p.schedule(SCHEDULE_BATCH)
             if p.schedule_pending:
                 self.actor_ref.tell(_Continue())
@@ -272,6 +290,29 @@ class CallbackActor(Actor):
         self.calls = 0
 
     async def receive_batch(self, messages: list[object]) -> None:
+        run: list[object] = []
+        for msg in messages:
+            if isinstance(msg, CheckPredicates):
+                await self._deliver(run)
+                run = []
+                await self._check(msg)
+            else:
+                run.append(msg)
+        await self._deliver(run)
+
+    async def _check(self, msg: CheckPredicates) -> None:
+        args = si.PredicatesArgs(
+            allocation_key=msg.allocation_key, node_id=msg.node_id, allocate=True
+        )
+        try:
+            allowed = bool(await self.callback.predicates(args))
+        except Exception:
+            logger.bind(rm_id=self.rm_id).exception("RM predicates raised: node refused")
+            allowed = False
+        if msg.reply_to.alive:
+            msg.reply_to.tell(PredicatesChecked(allowed=allowed))
+
+    async def _deliver(self, messages: list[object]) -> None:
         for kind, payload in _merge(messages):
             method: Callable[[Any], Awaitable[Any]] = getattr(self.callback, _METHOD_OF[kind])
             self.calls += 1

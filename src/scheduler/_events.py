@@ -23,6 +23,8 @@ __all__ = [
     "AskSpec",
     "AsksReleased",
     "AsksUpdated",
+    "CheckPredicates",
+    "PredicatesChecked",
     "ConfigUpdated",
     "NodeUpdate",
     "NodesUpdated",
@@ -148,6 +150,17 @@ class QueueTimer(Event, frozen=True, kw_only=True):
     """Remove a dynamic queue if it is still empty."""
 
     path: str
+
+
+# -- predicates: the partition asks the RM's callback, the answer comes back ----------------
+class CheckPredicates(Event, frozen=True, kw_only=True):
+    allocation_key: str
+    node_id: str
+    reply_to: Any  # the partition's ActorRef
+
+
+class PredicatesChecked(Event, frozen=True, kw_only=True):
+    allowed: bool
 
 
 # -- to the RM callback actor ----------------------------------------------------------------

@@ -296,14 +296,18 @@ class NodeIndex:
         for _, node_id in self._keys:
             yield nodes[node_id]
 
-    def first_fit(self, res: Mapping[str, int]) -> Node | None:
-        """The first node in policy order with ``res`` available."""
+    def first_fit(
+        self, res: Mapping[str, int], exclude: set[str] | frozenset[str] = frozenset()
+    ) -> Node | None:
+        """The first node in policy order, not in ``exclude``, with ``res`` available."""
         nodes = self._nodes
         items = tuple(res.items())
         # SortedList keeps its keys in a list of sorted sublists (``_lists``); walking them
         # directly avoids building an iterator chain for what is usually the first node.
         for sublist in self._keys._lists:
             for _, node_id in sublist:
+                if exclude and node_id in exclude:
+                    continue
                 node = nodes[node_id]
                 available = node.available
                 for name, v in items:

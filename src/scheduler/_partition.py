@@ -173,6 +173,11 @@ class Partition:
         self.terminated: dict[str, Application] = {}
         self.schedule_pending = False
         self.total_allocations = 0
+        # With an RM that checks predicates: the one proposal waiting for the RM's answer,
+        # and the nodes the RM refused per ask (forgotten when anything else changes).
+        self.use_predicates = False
+        self.awaiting: Proposal | None = None
+        self.refused: dict[int, set[str]] = {}
         self._seq = 0
         # Hooks the actor layer sets to follow queues and applications coming and going.
         self.on_queue_added: Callable[[Queue], None] = lambda q: None
@@ -216,7 +221,7 @@ class Partition:
                 if node.schedulable:
                     index.add(node)
             self.index = index
-        self.schedule_pending = True
+        self._wake()
 
     def _configure_queue(self, queue: Queue, conf: QueueConfig) -> None:
         queue.dynamic = False
@@ -285,7 +290,7 @@ class Partition:
             "NodeAdded",
             f"node {node_id} added to partition {self.name}",
         )
-        self.schedule_pending = True
+        self._wake()
 
     def _reject_node(self, node_id: str, reason: str) -> None:
         self.log.info("node {} rejected: {}", node_id, reason)
@@ -336,13 +341,13 @@ class Partition:
             node.attributes = dict(update.attributes)
         node.refresh_available()
         self.index.refresh(node)
-        self.schedule_pending = True
+        self._wake()
 
     def _set_schedulable(self, node: Node, schedulable: bool) -> None:
         node.schedulable = schedulable
         if schedulable:
             self.index.add(node)
-            self.schedule_pending = True
+            self._wake()
         else:
             self.index.discard(node)
 
@@ -573,7 +578,7 @@ class Partition:
         if added:
             if app.state in (AppState.NEW, AppState.COMPLETING):
                 self.transition(app, AppEvent.RUN)
-            self.schedule_pending = True
+            self._wake()
 
     def _reject_ask(self, spec: AskSpec, reason: str) -> None:
         self.outbox.add(
@@ -634,7 +639,7 @@ class Partition:
                     allocation_key=alloc.allocation_key,
                 ),
             )
-        self.schedule_pending = True
+        self._wake()
 
     def _drop_allocation(self, app: Application, alloc: Allocation) -> None:
         if app.remove_allocation(alloc.uuid) is not None and app.queue is not None:
@@ -652,6 +657,35 @@ class Partition:
             self.transition(app, AppEvent.COMPLETE)
 
     # ======================================================================= scheduling
+    def _wake(self) -> None:
+        """Something changed that may make an allocation possible."""
+        self.schedule_pending = True
+        if self.refused:
+            self.refused = {}
+
+    def propose_checked(self) -> Proposal | None:
+        """The next proposal for the RM's predicates; ``None`` while one is out."""
+        if self.awaiting is not None:
+            return None
+        self.schedule_pending = False
+        proposal = self.propose()
+        self.awaiting = proposal
+        return proposal
+
+    def on_predicates_checked(self, allowed: bool) -> Allocation | None:
+        """The RM's answer for the proposal ``awaiting``: commit it, or try another node."""
+        proposal, self.awaiting = self.awaiting, None
+        self.schedule_pending = True
+        if proposal is None:
+            return None
+        if allowed:
+            alloc = self.commit(proposal)
+            if alloc is not None:
+                self.total_allocations += 1
+            return alloc
+        self.refused.setdefault(id(proposal.ask), set()).add(proposal.node.node_id)
+        return None
+
     def schedule(self, limit: int = 10_000) -> int:
         """Allocate until nothing more fits or ``limit`` allocations were made this pass.
 
@@ -719,6 +753,13 @@ class Partition:
                     continue
                 if ask.required_node:
                     node = self._required_node(ask)
+                    if node is not None:
+                        return Proposal(app, ask, node)
+                    skip.add(id(ask))
+                    continue
+                refused = self.refused.get(id(ask)) if self.refused else None
+                if refused:
+                    node = self.index.first_fit(res, refused)
                     if node is not None:
                         return Proposal(app, ask, node)
                     skip.add(id(ask))

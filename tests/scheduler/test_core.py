@@ -708,3 +708,37 @@ async def test_recovery_for_unknown_application_rejects_the_node(driver: Driver)
     await driver.settle()
     [rejected] = driver.rm.rejected_nodes
     assert "ghost" in rejected.reason
+
+
+# ============================================================================== predicates
+class Picky(RecordingCallback):
+    """Refuses every node but ``n2``, and records what it was asked."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.asked: list[tuple[str, str]] = []
+
+    async def predicates(self, args: si.PredicatesArgs) -> bool:
+        self.asked.append((args.allocation_key, args.node_id))
+        return args.node_id == "n2"
+
+
+async def test_predicates_of_the_rm_decide_the_node(core: scheduler.Core) -> None:
+    rm = Picky()
+    await core.register_resource_manager(si.RegisterResourceManagerRequest(rm_id="rm"), rm)
+    await core.update_node(si.NodeRequest(rm_id="rm", nodes=[node("n1"), node("n2", memory=15)]))
+    await core.update_application(si.ApplicationRequest(rm_id="rm", new=[app("a1", "root.x")]))
+    await core.update_allocation(si.AllocationRequest(rm_id="rm", asks=[ask("k", "a1", count=2)]))
+    await core.settle()
+    assert [(a.allocation_key, a.node_id) for a in rm.allocations] == [("k", "n2")]
+    assert ("k", "n1") in rm.asked and ("k", "n2") in rm.asked
+    info = await core.get_application("default", "a1")
+    assert info["requests"][0]["pendingCount"] == 1  # n2 is full, n1 refused: still pending
+
+
+async def test_default_callback_is_not_asked_for_predicates(driver: Driver) -> None:
+    await driver.nodes(node("n1"))
+    await driver.apps(app("a1"))
+    await driver.asks(ask("k", "a1"))
+    await driver.settle()
+    assert len(driver.allocs()) == 1
