@@ -115,7 +115,6 @@ class Cell:
         "fast",
         "handler_time",
         "has_drained",
-        "hot",
         "is_async",
         "log",
         "mailbox",
@@ -146,7 +145,6 @@ class Cell:
         self.restart = restart
         self.mailbox: deque[object] = deque()
         self.asks = 0
-        self.hot = False  # scheduled and open: tell only appends
         self.scheduled = False  # in the dispatcher's ready queue (or in its hands)
         self.closed = False  # stop requested: no more messages are taken
         self.dead = False  # stopped and finalised
@@ -188,7 +186,7 @@ class Cell:
         self.control |= flag
         if flag == STOP:
             self.closed = True
-            self.hot = False
+            self.ref._hot = False
         if not self.scheduled:
             self.dispatcher._schedule(self)
 
@@ -206,10 +204,12 @@ class Cell:
 class ActorRef:
     """The only way to talk to an actor: `tell`, `ask`, `stats`, `stop`."""
 
-    __slots__ = ("_cell", "name")
+    __slots__ = ("_cell", "_hot", "_mailbox", "name")
 
     def __init__(self, cell: Cell) -> None:
         self._cell = cell
+        self._mailbox = cell.mailbox
+        self._hot = False  # scheduled and open: tell only appends (kept here for speed)
         self.name = cell.name
 
     def tell(self, message: object) -> None:
@@ -218,11 +218,10 @@ class ActorRef:
         Raises:
             ActorDeadError: The actor has stopped.
         """
-        cell = self._cell
-        if cell.hot:
-            cell.mailbox.append(message)
+        if self._hot:
+            self._mailbox.append(message)
         else:
-            cell.tell_slow(message)
+            self._cell.tell_slow(message)
 
     async def ask(
         self, message: object, timeout: float | Literal[_Default.TIMEOUT] | None = SYSTEM_DEFAULT

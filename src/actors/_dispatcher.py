@@ -94,7 +94,7 @@ class Dispatcher:
 
     def _schedule(self, cell: Cell) -> None:
         cell.scheduled = True
-        cell.hot = not cell.closed
+        cell.ref._hot = not cell.closed
         self._ready.append(cell)
         if self._idle:
             self._idle = False
@@ -143,7 +143,7 @@ class Dispatcher:
                         ready.append(cell)
                     else:
                         cell.scheduled = False
-                        cell.hot = False
+                        cell.ref._hot = False
                     if budget <= 0:
                         budget = _YIELD_EVERY
                         await asyncio.sleep(0)
@@ -373,7 +373,7 @@ class Dispatcher:
 
     async def _finalize(self, cell: Cell) -> None:
         cell.closed = True
-        cell.hot = False
+        cell.ref._hot = False
         dropped = fail_asks(cell)
         if cell.started:
             cell.started = False

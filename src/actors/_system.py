@@ -335,7 +335,7 @@ class ActorSystem:
         """After run(): whatever is left (after a crash or cancellation) is dead."""
         for cell in list(self._cells.values()):
             cell.closed = True
-            cell.hot = False
+            cell.ref._hot = False
             cell.dead = True
             fail_asks(cell)
         self._cells.clear()

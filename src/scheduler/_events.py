@@ -24,11 +24,11 @@ __all__ = [
     "AsksReleased",
     "AsksUpdated",
     "CheckPredicates",
-    "PredicatesChecked",
     "ConfigUpdated",
     "NodeUpdate",
     "NodesUpdated",
     "Outbound",
+    "PredicatesChecked",
     "Query",
     "QueueTimer",
 ]
