@@ -11,6 +11,7 @@ from typing import Any
 import msgspec
 
 from scheduler import si
+from scheduler._objects import Ask
 
 __all__ = [
     "AllocationReleased",
@@ -87,18 +88,9 @@ class ApplicationsRemoved(Event, frozen=True, kw_only=True):
     application_ids: tuple[str, ...]
 
 
-class AskSpec(Event, frozen=True, kw_only=True):
-    allocation_key: str
-    application_id: str
-    resource: Res
-    max_allocations: int = 1
-    priority: int = 0
-    tags: dict[str, str] = {}
-    task_group_name: str = ""
-    placeholder: bool = False
-    originator: bool = False
-    execution_timeout_ms: int = 0
-    required_node: str = ""
+# An ask travels as the domain value itself: the proxy builds it checked, the partition owns
+# it from then on.
+AskSpec = Ask
 
 
 class AsksUpdated(Event, frozen=True, kw_only=True):

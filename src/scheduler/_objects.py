@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from itertools import count
 
+import msgspec
 from sortedcontainers import SortedList
 
 from scheduler import si
@@ -24,54 +25,27 @@ def new_uuid() -> str:
     return f"{_uuid_prefix}-{next(_uuid_counter):012d}"
 
 
-class Allocation:
-    """One allocation of an ask on a node. Identity (``uuid``) never changes."""
+class Allocation(msgspec.Struct, gc=False, repr_omit_defaults=True):
+    """One allocation of an ask on a node. Identity (``uuid``) never changes.
 
-    __slots__ = (
-        "allocation_key",
-        "allocation_time",
-        "application_id",
-        "node_id",
-        "partition",
-        "placeholder",
-        "priority",
-        "release_pending",
-        "request_time",
-        "resource",
-        "tags",
-        "task_group_name",
-        "uuid",
-    )
+    A msgspec struct without GC tracking: cheap to build on the hot path, and it holds no
+    reference cycles.
+    """
 
-    def __init__(
-        self,
-        uuid: str,
-        allocation_key: str,
-        application_id: str,
-        partition: str,
-        node_id: str,
-        resource: Res,
-        priority: int = 0,
-        tags: Mapping[str, str] | None = None,
-        task_group_name: str = "",
-        placeholder: bool = False,
-        request_time: float = 0.0,
-        allocation_time: float = 0.0,
-    ) -> None:
-        self.uuid = uuid
-        self.allocation_key = allocation_key
-        self.application_id = application_id
-        self.partition = partition
-        self.node_id = node_id
-        self.resource = resource
-        self.priority = priority
-        self.tags = dict(tags) if tags else {}
-        self.task_group_name = task_group_name
-        self.placeholder = placeholder
-        self.request_time = request_time
-        self.allocation_time = allocation_time
-        # Released to the RM and waiting for its confirmation (the protocol's own in-between).
-        self.release_pending: si.TerminationType | None = None
+    uuid: str
+    allocation_key: str
+    application_id: str
+    partition: str
+    node_id: str
+    resource: Res
+    priority: int = 0
+    tags: dict[str, str] = {}
+    task_group_name: str = ""
+    placeholder: bool = False
+    request_time: float = 0.0
+    allocation_time: float = 0.0
+    # Released to the RM and waiting for its confirmation (the protocol's own in-between).
+    release_pending: si.TerminationType | None = None
 
     def to_si(self, resource: si.Resource | None = None) -> si.Allocation:
         """The SI message; ``resource`` is this allocation's resource already converted."""
@@ -88,73 +62,42 @@ class Allocation:
             placeholder=self.placeholder,
         )
 
-    def __repr__(self) -> str:
-        where = f"{self.application_id}/{self.allocation_key} on {self.node_id}"
-        return f"<Allocation {self.uuid} {where}>"
 
+class Ask(msgspec.Struct, kw_only=True, gc=False, repr_omit_defaults=True):
+    """A request of an application: ``pending`` more allocations of ``resource``.
 
-class Ask:
-    """A pending request of an application: ``pending`` more allocations of ``resource``."""
+    The RM proxy builds it from a checked SI ``AllocationAsk`` and hands it to the partition,
+    which numbers it (``seq``, for age order), stamps ``created`` and then owns it.
+    """
 
-    __slots__ = (
-        "allocation_key",
-        "application_id",
-        "created",
-        "execution_timeout_ms",
-        "max_allocations",
-        "originator",
-        "pending",
-        "placeholder",
-        "priority",
-        "required_node",
-        "resource",
-        "seq",
-        "si_resource",
-        "size",
-        "sort_key",
-        "tags",
-        "task_group_name",
-    )
+    allocation_key: str
+    application_id: str
+    resource: Res
+    max_allocations: int = 1
+    priority: int = 0
+    tags: dict[str, str] = {}
+    task_group_name: str = ""
+    placeholder: bool = False
+    originator: bool = False
+    execution_timeout_ms: int = 0
+    required_node: str = ""
+    created: float = 0.0
+    seq: int = 0
+    pending: int = -1  # allocations still wanted; starts at max_allocations
+    size: tuple[tuple[str, int], ...] = ()  # the resource as a hashable value
+    si_resource: si.Resource | None = None  # the resource as the SI sends it, made once
 
-    def __init__(
-        self,
-        *,
-        allocation_key: str,
-        application_id: str,
-        resource: Res,
-        max_allocations: int = 1,
-        priority: int = 0,
-        tags: Mapping[str, str] | None = None,
-        task_group_name: str = "",
-        placeholder: bool = False,
-        originator: bool = False,
-        execution_timeout_ms: int = 0,
-        required_node: str = "",
-        created: float = 0.0,
-        seq: int = 0,
-    ) -> None:
-        self.allocation_key = allocation_key
-        self.application_id = application_id
-        self.resource = resource
-        self.max_allocations = max_allocations
-        self.pending = max_allocations
-        self.priority = priority
-        self.tags = dict(tags) if tags else {}
-        self.task_group_name = task_group_name
-        self.placeholder = placeholder
-        self.originator = originator
-        self.execution_timeout_ms = execution_timeout_ms
-        self.required_node = required_node
-        self.created = created
-        self.seq = seq
-        # Asks sort by priority (high first) and then by age (old first).
-        self.sort_key = (-priority, seq)
-        # What the hot path needs over and over: a hashable size and the SI form.
-        self.size = tuple(resource.items())
-        self.si_resource = to_si(resource)
+    def __post_init__(self) -> None:
+        if self.pending < 0:
+            self.pending = self.max_allocations
+        if not self.size:
+            self.size = tuple(self.resource.items())
 
-    def __repr__(self) -> str:
-        return f"<Ask {self.application_id}/{self.allocation_key} pending={self.pending}>"
+    def resource_si(self) -> si.Resource:
+        res = self.si_resource
+        if res is None:
+            res = self.si_resource = to_si(self.resource)
+        return res
 
 
 class Node:

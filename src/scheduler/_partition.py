@@ -21,7 +21,6 @@ from scheduler._events import (
     AllocationSpec,
     AppSpec,
     AppTimer,
-    AskSpec,
     Event,
     NodeUpdate,
     QueueTimer,
@@ -540,38 +539,24 @@ class Partition:
             self._remove_queue_if_empty(queue)
 
     # ============================================================================= asks
-    def update_asks(self, app: Application, specs: Iterable[AskSpec]) -> None:
+    def update_asks(self, app: Application, asks: Iterable[Ask]) -> None:
+        """Add or replace asks; the partition owns the ``Ask`` values from now on."""
         if app.terminated or app.queue is None:
-            for spec in specs:
-                self._reject_ask(spec, f"application {app.application_id} is {app.state}")
+            for ask in asks:
+                self._reject_ask(ask, f"application {app.application_id} is {app.state}")
             return
         added = False
         delta: Res = {}
-        for spec in specs:
-            if spec.required_node and spec.required_node not in self.nodes:
-                self.log.debug(
-                    "ask {} requires node {} (not yet known)",
-                    spec.allocation_key,
-                    spec.required_node,
-                )
-            self._seq += 1
-            ask = Ask(
-                allocation_key=spec.allocation_key,
-                application_id=app.application_id,
-                resource=spec.resource,
-                max_allocations=spec.max_allocations,
-                priority=spec.priority,
-                tags=spec.tags,
-                task_group_name=spec.task_group_name,
-                placeholder=spec.placeholder,
-                originator=spec.originator,
-                execution_timeout_ms=spec.execution_timeout_ms,
-                required_node=spec.required_node,
-                created=self.clock(),
-                seq=self._seq,
-            )
+        now = self.clock()
+        seq = self._seq
+        for ask in asks:
+            seq += 1
+            ask.seq = seq
+            ask.created = now
+            ask.pending = ask.max_allocations
             app.add_ask(ask, delta)
             added = True
+        self._seq = seq
         if delta:
             app.apply_pending(delta)
             app.queue.add_pending(delta)
@@ -580,7 +565,7 @@ class Partition:
                 self.transition(app, AppEvent.RUN)
             self._wake()
 
-    def _reject_ask(self, spec: AskSpec, reason: str) -> None:
+    def _reject_ask(self, spec: Ask, reason: str) -> None:
         self.outbox.add(
             "rejected",
             si.RejectedAllocationAsk(
@@ -815,7 +800,7 @@ class Partition:
         self.index.update(node)
         app.allocate_from(ask, alloc)
         queue.allocate(res)
-        self.outbox.add("new", alloc.to_si(ask.si_resource))
+        self.outbox.add("new", alloc.to_si(ask.resource_si()))
         if app.state is not AppState.RUNNING:
             self.transition(app, AppEvent.RUN)
         return alloc
