@@ -188,8 +188,8 @@ class Application:
         if new is not self.state:
             self.state = new
             self.state_log.append((now, new))
-            if new in TERMINAL_STATES:
-                self.finished_time = now
+            if new in TERMINAL_STATES and self.finished_time is None:
+                self.finished_time = now  # when it finished, not when it expired
         return new
 
     def can_fire(self, event: AppEvent) -> bool:

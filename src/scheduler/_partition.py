@@ -296,6 +296,7 @@ class Partition:
         self.outbox.add("node_rejected", si.RejectedNode(node_id=node_id, reason=reason))
 
     def _check_existing(self, existing: tuple[AllocationSpec, ...], node: Node) -> str:
+        seen: set[str] = set()
         for spec in existing:
             app = self.applications.get(spec.application_id)
             if app is None or app.queue is None:
@@ -303,8 +304,9 @@ class Partition:
                     f"existing allocation {spec.uuid} names application "
                     f"{spec.application_id}, which is not in partition {self.name}"
                 )
-            if self._find_allocation(spec.uuid) is not None:
+            if spec.uuid in seen or self._find_allocation(spec.uuid) is not None:
                 return f"existing allocation {spec.uuid} is already allocated"
+            seen.add(spec.uuid)
         return ""
 
     def _recover_allocation(self, spec: AllocationSpec, node: Node) -> None:

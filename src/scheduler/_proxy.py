@@ -149,7 +149,8 @@ class RMProxy:
                     else ""
                 )
                 name, _ = self._partition(rm, partition)
-                routed.setdefault(name, []).append(self._node(info))
+                update = self._node(info)
+                routed.setdefault(name, []).append(update)
             except _Bad as bad:
                 node_id = info.node_id if type(info.node_id) is str else ""
                 rejected.append(si.RejectedNode(node_id=node_id, reason=bad.reason))
@@ -214,7 +215,8 @@ class RMProxy:
                 raise SchedulerError(f"ApplicationRequest.new holds a {type(app).__name__}")
             try:
                 name, _ = self._partition(rm, app.partition_name)
-                added.setdefault(name, []).append(self._app(app))
+                spec = self._app(app)
+                added.setdefault(name, []).append(spec)
             except _Bad as bad:
                 app_id = app.application_id if type(app.application_id) is str else ""
                 rejected.append(si.RejectedApplication(application_id=app_id, reason=bad.reason))
@@ -223,7 +225,8 @@ class RMProxy:
                 raise SchedulerError(f"ApplicationRequest.remove holds a {type(rem).__name__}")
             try:
                 name, _ = self._partition(rm, rem.partition_name)
-                removed.setdefault(name, []).append(_text(rem.application_id, "application id"))
+                app_id = _text(rem.application_id, "application id")
+                removed.setdefault(name, []).append(app_id)
             except _Bad as bad:
                 logger.bind(rm_id=rm.rm_id).warning("application removal ignored: {}", bad.reason)
         if rejected:
@@ -362,6 +365,7 @@ class RMProxy:
     def _ask_releases(self, rm: RMRecord, items: Iterable[Any]) -> list[tuple[ActorRef, Any]]:
         out: list[tuple[ActorRef, Any]] = []
         grouped: dict[tuple[str, str], list[str]] = {}
+        everything: set[tuple[str, str]] = set()  # no key: release every ask of the app
         info: dict[tuple[str, str], tuple[si.TerminationType, str]] = {}
         for rel in items:
             if type(rel) is not si.AllocationAskRelease:
@@ -373,14 +377,16 @@ class RMProxy:
             except _Bad as bad:
                 logger.bind(rm_id=rm.rm_id).warning("ask release ignored: {}", bad.reason)
                 continue
-            keys = grouped.setdefault((name, app_id), [])
+            target = (name, app_id)
+            keys = grouped.setdefault(target, [])
+            if target in everything:
+                continue  # every ask of the application goes already
             if not key:
+                everything.add(target)
                 keys.clear()
-                info[(name, app_id)] = (_termination(rel.termination_type), "")
-                grouped[(name, app_id)] = []
-                continue
-            keys.append(key)
-            info[(name, app_id)] = (_termination(rel.termination_type), rel.message)
+            else:
+                keys.append(key)
+            info[target] = (_termination(rel.termination_type), rel.message)
         for (name, app_id), keys in grouped.items():
             termination, message = info[(name, app_id)]
             out.append(

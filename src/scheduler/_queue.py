@@ -149,8 +149,14 @@ class Queue:
         return any(v > 0 for v in self.pending.values())
 
     def sorted_children(self) -> list[Queue]:
-        """Children with pending work, least used relative to their guarantee first."""
-        active = [c for c in self.children.values() if c.pending and c.status is QueueStatus.ACTIVE]
+        """Children with pending work, least used relative to their guarantee first.
+
+        A draining queue takes no new applications but still schedules the ones it has;
+        only a stopped queue is skipped (YuniKorn's ``sortQueues``).
+        """
+        active = [
+            c for c in self.children.values() if c.pending and c.status is not QueueStatus.STOPPED
+        ]
         if len(active) > 1:
             for child in active:
                 if child.order_key is None:

@@ -1,0 +1,606 @@
+"""Domain objects without an event loop: node order, pending asks, accounting, queues."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import pytest
+
+from scheduler import si
+from scheduler._application import Application, PendingAsks
+from scheduler._config import parse_config
+from scheduler._events import Event, NodeUpdate
+from scheduler._objects import Allocation, Ask, Node, NodeIndex
+from scheduler._partition import Partition
+from scheduler._queue import Queue
+from scheduler._resources import Res
+
+_uuids = itertools.count(1)
+
+
+# ============================================================================ factories
+def make_alloc(
+    app_id: str = "app-1", node_id: str = "n1", key: str = "k", **res: int
+) -> Allocation:
+    return Allocation(f"u{next(_uuids)}", key, app_id, "default", node_id, dict(res))
+
+
+def make_node(
+    node_id: str, memory: int = 100, vcore: int = 10, *, used_memory: int = 0, used_vcore: int = 0
+) -> Node:
+    node = Node(node_id, {"memory": memory, "vcore": vcore})
+    if used_memory or used_vcore:
+        node.add_allocation(make_alloc(node_id=node_id, memory=used_memory, vcore=used_vcore))
+    return node
+
+
+def make_ask(
+    key: str,
+    *,
+    priority: int = 0,
+    memory: int = 10,
+    count: int = 1,
+    app_id: str = "app-1",
+    seq: int = 0,
+) -> Ask:
+    return Ask(
+        allocation_key=key,
+        application_id=app_id,
+        resource={"memory": memory},
+        max_allocations=count,
+        priority=priority,
+        seq=seq,
+    )
+
+
+def make_app(app_id: str = "app-1", *, seq: int = 0) -> Application:
+    return Application(
+        application_id=app_id, partition="default", queue_name="root.a", submit_seq=seq
+    )
+
+
+def add_asks(app: Application, *asks: Ask) -> Res:
+    """Add ``asks`` as the partition does: one delta applied once."""
+    delta: Res = {}
+    for ask in asks:
+        app.add_ask(ask, delta)
+    app.apply_pending(delta)
+    return delta
+
+
+def make_queue(
+    name: str,
+    parent: Queue | None = None,
+    *,
+    leaf: bool = True,
+    max_resources: Res | None = None,
+    guaranteed: Res | None = None,
+    properties: dict[str, str] | None = None,
+) -> Queue:
+    queue = Queue(name, parent, leaf=leaf)
+    queue.configure(
+        max_resources=max_resources or {}, guaranteed=guaranteed or {}, properties=properties or {}
+    )
+    return queue
+
+
+def index_of(policy: str, *nodes: Node) -> NodeIndex:
+    index = NodeIndex(policy)
+    for node in nodes:
+        index.add(node)
+    return index
+
+
+def order(index: NodeIndex) -> list[str]:
+    return [n.node_id for n in index]
+
+
+class FakeTimers:
+    def __init__(self) -> None:
+        self.calls: list[tuple[Any, ...]] = []
+
+    def set(self, key: str, delay: float, message: Event, to: str) -> None:
+        self.calls.append(("set", key, delay, message, to))
+
+    def cancel(self, key: str) -> None:
+        self.calls.append(("cancel", key))
+
+
+PARTITION = """
+partitions:
+  - name: default
+    queues:
+      - name: root
+        submitacl: "*"
+"""
+
+
+def make_partition() -> Partition:
+    return Partition(
+        parse_config(PARTITION).partitions[0], rm_id="rm", clock=lambda: 0.0, timers=FakeTimers()
+    )
+
+
+def node_update(node_id: str, action: si.ActionFromRM = si.ActionFromRM.CREATE) -> NodeUpdate:
+    capacity = {"memory": 100, "vcore": 10} if action == si.ActionFromRM.CREATE else None
+    return NodeUpdate(node_id=node_id, action=action, capacity=capacity)
+
+
+# ============================================================================ NodeIndex
+def _three_nodes() -> tuple[Node, Node, Node]:
+    return (
+        make_node("half", used_memory=50, used_vcore=5),
+        make_node("empty"),
+        make_node("quarter", used_memory=25, used_vcore=2),
+    )
+
+
+@pytest.mark.parametrize(
+    ("policy", "expected"),
+    [
+        ("fair", ["empty", "quarter", "half"]),
+        ("binpacking", ["half", "quarter", "empty"]),
+    ],
+)
+def test_node_index_order_by_policy(policy: str, expected: list[str]) -> None:
+    assert order(index_of(policy, *_three_nodes())) == expected
+
+
+@pytest.mark.parametrize(
+    ("policy", "expected"),
+    [
+        ("fair", ["big", "small"]),  # big is 10% used, small 50%
+        ("binpacking", ["small", "big"]),
+    ],
+)
+def test_node_index_compares_usage_relative_to_capacity(policy: str, expected: list[str]) -> None:
+    small = make_node("small", memory=100, vcore=10, used_memory=50, used_vcore=5)
+    big = make_node("big", memory=1000, vcore=100, used_memory=100, used_vcore=10)
+    assert order(index_of(policy, small, big)) == expected
+
+
+@pytest.mark.parametrize("policy", ["fair", "binpacking"])
+def test_node_index_breaks_ties_by_node_id(policy: str) -> None:
+    nodes = [make_node(n) for n in ("c", "a", "b")]
+    assert order(index_of(policy, *nodes)) == ["a", "b", "c"]
+
+
+@pytest.mark.parametrize(
+    ("policy", "expected_after"),
+    [
+        ("fair", ["quarter", "half", "empty"]),
+        ("binpacking", ["empty", "half", "quarter"]),
+    ],
+)
+def test_node_index_update_resorts_after_usage_change(
+    policy: str, expected_after: list[str]
+) -> None:
+    half, empty, quarter = _three_nodes()
+    index = index_of(policy, half, empty, quarter)
+    empty.add_allocation(make_alloc(node_id="empty", memory=90, vcore=9))
+    index.update(empty)
+    assert order(index) == expected_after
+    # and back again once the allocation is gone
+    empty.remove_allocation(next(iter(empty.allocations)))
+    index.update(empty)
+    assert order(index) == order(index_of(policy, *_three_nodes()))
+
+
+def test_node_index_refresh_resorts_after_capacity_change() -> None:
+    a = make_node("a", used_memory=50, used_vcore=5)  # 50%
+    b = make_node("b", used_memory=40, used_vcore=4)  # 40%
+    index = index_of("fair", a, b)
+    assert order(index) == ["b", "a"]
+    a.capacity = {"memory": 1000, "vcore": 100}  # a is now 5% used
+    a.refresh_available()
+    index.refresh(a)
+    assert order(index) == ["a", "b"]
+
+
+@pytest.mark.parametrize("policy", ["fair", "binpacking"])
+def test_first_fit_skips_nodes_without_room(policy: str) -> None:
+    tiny = make_node("tiny", memory=20)
+    full = make_node("full", used_memory=95, used_vcore=1)
+    roomy = make_node("roomy", used_memory=30, used_vcore=1)
+    index = index_of(policy, tiny, full, roomy)
+    chosen = index.first_fit({"memory": 50})
+    assert chosen is roomy
+    # a resource no node has at all never fits
+    assert index.first_fit({"gpu": 1}) is None
+    assert index.first_fit({"memory": 71}) is None
+
+
+def test_first_fit_takes_the_first_node_in_policy_order() -> None:
+    nodes = _three_nodes()
+    assert index_of("fair", *nodes).first_fit({"memory": 10}) is nodes[1]  # empty
+    assert index_of("binpacking", *nodes).first_fit({"memory": 10}) is nodes[0]  # half
+
+
+def test_first_fit_counts_occupied_resources() -> None:
+    node = Node("n", {"memory": 100}, occupied={"memory": 80})
+    index = index_of("fair", node)
+    assert index.first_fit({"memory": 30}) is None
+    assert index.first_fit({"memory": 20}) is node
+
+
+def test_discarded_node_leaves_the_index() -> None:
+    a, b = make_node("a"), make_node("b")
+    index = index_of("fair", a, b)
+    index.discard(a)
+    assert "a" not in index and len(index) == 1
+    assert order(index) == ["b"]
+    assert index.first_fit({"memory": 1}) is b
+
+
+def test_unknown_node_sort_policy_raises() -> None:
+    with pytest.raises(ValueError, match="unknown node sorting policy"):
+        NodeIndex("random")
+
+
+def test_drained_nodes_are_not_in_the_partition_index() -> None:
+    p = make_partition()
+    p.update_nodes([node_update("n1"), node_update("n2")])
+    assert "n1" in p.index and "n2" in p.index
+    p.update_nodes([node_update("n1", si.ActionFromRM.DRAIN_NODE)])
+    assert "n1" not in p.index
+    assert "n1" in p.nodes  # still a node of the partition, just not schedulable
+    assert order(p.index) == ["n2"]
+    p.update_nodes([node_update("n1", si.ActionFromRM.DRAIN_TO_SCHEDULABLE)])
+    assert "n1" in p.index
+    p.update_nodes([node_update("n2", si.ActionFromRM.DECOMISSION)])
+    assert "n2" not in p.index and "n2" not in p.nodes
+
+
+# ============================================================================ PendingAsks
+def test_pending_asks_order_priority_high_first_then_age() -> None:
+    pending = PendingAsks()
+    asks = [
+        make_ask("a", priority=0),
+        make_ask("b", priority=5),
+        make_ask("c", priority=0),
+        make_ask("d", priority=5),
+        make_ask("e", priority=-1),
+        make_ask("f", priority=10),
+    ]
+    for ask in asks:
+        pending.add(ask)
+    expected = ["f", "b", "d", "a", "c", "e"]
+    assert [a.allocation_key for a in pending] == expected
+    assert [a.allocation_key for a in pending.in_order()] == expected
+    assert len(pending) == 6
+
+
+def test_pending_asks_single_priority_keeps_arrival_order() -> None:
+    pending = PendingAsks()
+    for key in "zyx":
+        pending.add(make_ask(key, priority=3))
+    assert [a.allocation_key for a in pending.in_order()] == ["z", "y", "x"]
+
+
+def test_pending_asks_remove_keeps_the_rest_in_order() -> None:
+    pending = PendingAsks()
+    asks = {k: make_ask(k, priority=p) for k, p in [("a", 1), ("b", 1), ("c", 1), ("d", 2)]}
+    for ask in asks.values():
+        pending.add(ask)
+    pending.remove(asks["b"])
+    assert [a.allocation_key for a in pending] == ["d", "a", "c"]
+    pending.remove(asks["d"])  # the last ask of its priority
+    assert [a.allocation_key for a in pending.in_order()] == ["a", "c"]
+    assert len(pending) == 2
+
+
+def test_pending_asks_are_keyed_by_allocation_key() -> None:
+    pending = PendingAsks()
+    pending.add(make_ask("a"))
+    pending.add(make_ask("b"))
+    pending.remove(make_ask("a"))  # another object with the same key and priority
+    assert [a.allocation_key for a in pending] == ["b"]
+
+
+def test_pending_asks_remove_of_unknown_ask_raises() -> None:
+    pending = PendingAsks()
+    pending.add(make_ask("a", priority=1))
+    with pytest.raises(KeyError):
+        pending.remove(make_ask("b", priority=1))
+    with pytest.raises(KeyError):
+        pending.remove(make_ask("a", priority=2))
+    assert len(pending) == 1
+
+
+def test_empty_pending_asks_is_false() -> None:
+    pending = PendingAsks()
+    assert not pending and len(pending) == 0 and list(pending) == []
+    ask = make_ask("a")
+    pending.add(ask)
+    assert pending
+    pending.remove(ask)
+    assert not pending and list(pending.in_order()) == []
+
+
+def test_pending_asks_priority_added_later_sorts_in() -> None:
+    pending = PendingAsks()
+    pending.add(make_ask("low", priority=1))
+    pending.add(make_ask("high", priority=9))
+    pending.add(make_ask("mid", priority=5))
+    assert [a.allocation_key for a in pending] == ["high", "mid", "low"]
+
+
+# ================================================================ Application accounting
+def test_add_ask_reports_and_applies_pending() -> None:
+    app = make_app()
+    delta = add_asks(app, make_ask("a", memory=10, count=3), make_ask("b", memory=5))
+    assert delta == {"memory": 35}
+    assert app.pending == {"memory": 35}
+    assert [a.allocation_key for a in app.pending_asks] == ["a", "b"]
+    assert not app.is_idle
+
+
+def test_add_ask_with_the_same_key_replaces_it() -> None:
+    app = make_app()
+    add_asks(app, make_ask("a", memory=10, count=3))
+    new = make_ask("a", memory=20, count=1)
+    delta = add_asks(app, new)
+    assert delta == {"memory": -10}  # -30 for the old ask, +20 for the new one
+    assert app.pending == {"memory": 20}
+    assert app.asks["a"] is new
+    assert list(app.pending_asks) == [new]
+
+
+def test_replacing_an_ask_with_a_zero_count_drops_its_pending() -> None:
+    app = make_app()
+    add_asks(app, make_ask("a", memory=10, count=2))
+    done = make_ask("a", memory=10)
+    done.pending = 0
+    add_asks(app, done)
+    assert app.pending == {}
+    assert not app.pending_asks
+    assert app.asks["a"] is done
+
+
+def test_replacing_a_fully_allocated_ask_counts_only_the_new_one() -> None:
+    app = make_app()
+    old = make_ask("a", memory=10)
+    add_asks(app, old)
+    app.allocate_from(old, make_alloc(memory=10))
+    assert app.pending == {}
+    delta = add_asks(app, make_ask("a", memory=7, count=2))
+    assert delta == {"memory": 14}
+    assert app.pending == {"memory": 14}
+
+
+def test_remove_ask_returns_negative_delta_and_applies_it() -> None:
+    app = make_app()
+    add_asks(app, make_ask("a", memory=10, count=3), make_ask("b", memory=5))
+    delta = app.remove_ask("a")
+    assert delta == {"memory": -30}
+    assert app.pending == {"memory": 5}
+    assert "a" not in app.asks
+    assert [a.allocation_key for a in app.pending_asks] == ["b"]
+
+
+def test_remove_unknown_ask_changes_nothing() -> None:
+    app = make_app()
+    add_asks(app, make_ask("a", memory=10))
+    assert app.remove_ask("nope") == {}
+    assert app.pending == {"memory": 10}
+
+
+def test_allocate_from_moves_pending_to_allocated() -> None:
+    app = make_app()
+    ask = make_ask("a", memory=10, count=2)
+    add_asks(app, ask)
+    first = make_alloc(memory=10)
+    app.allocate_from(ask, first)
+    assert ask.pending == 1
+    assert app.pending == {"memory": 10}
+    assert app.allocated == {"memory": 10}
+    assert list(app.pending_asks) == [ask]
+    app.allocate_from(ask, make_alloc(memory=10))
+    assert ask.pending == 0
+    assert app.pending == {}  # no zero entries left behind
+    assert app.allocated == {"memory": 20}
+    assert not app.pending_asks
+    assert app.allocations[first.uuid] is first
+    assert len(app.allocations) == 2
+
+
+def test_remove_allocation_gives_back_allocated_but_keeps_the_peak() -> None:
+    app = make_app()
+    ask = make_ask("a", memory=10, count=2)
+    add_asks(app, ask)
+    allocs = [make_alloc(memory=10), make_alloc(memory=10)]
+    for alloc in allocs:
+        app.allocate_from(ask, alloc)
+    assert app.remove_allocation(allocs[0].uuid) is allocs[0]
+    assert app.allocated == {"memory": 10}
+    assert app.max_allocated == {"memory": 20}
+    assert app.remove_allocation(allocs[0].uuid) is None  # twice is a no-op
+    assert app.allocated == {"memory": 10}
+    app.remove_allocation(allocs[1].uuid)
+    assert app.allocated == {}
+    assert app.is_idle
+
+
+# ============================================================================ Queue headroom
+def test_parent_max_limits_a_leaf_without_one() -> None:
+    root = make_queue("root", leaf=False)
+    parent = make_queue("parent", root, leaf=False, max_resources={"memory": 100})
+    leaf = make_queue("leaf", parent)
+    leaf.add_allocated({"memory": 80})
+    assert parent.allocated == {"memory": 80} and root.allocated == {"memory": 80}
+    assert leaf.headroom_fits({"memory": 20})
+    assert not leaf.headroom_fits({"memory": 21})
+    assert leaf.blocking_queue({"memory": 21}) is parent
+    assert leaf.blocking_queue({"memory": 20}) is None
+
+
+def test_sibling_usage_counts_against_the_parent_max() -> None:
+    root = make_queue("root", leaf=False)
+    parent = make_queue("parent", root, leaf=False, max_resources={"memory": 100})
+    a = make_queue("a", parent)
+    b = make_queue("b", parent)
+    a.add_allocated({"memory": 60})
+    assert b.headroom_fits({"memory": 40})
+    assert not b.headroom_fits({"memory": 41})
+    a.remove_allocated({"memory": 60})
+    assert b.headroom_fits({"memory": 100})
+
+
+def test_leaf_max_tighter_than_parent_blocks_at_the_leaf() -> None:
+    root = make_queue("root", leaf=False)
+    parent = make_queue("parent", root, leaf=False, max_resources={"memory": 100})
+    leaf = make_queue("leaf", parent, max_resources={"memory": 30})
+    assert leaf.headroom_fits({"memory": 30})
+    assert leaf.blocking_queue({"memory": 31}) is leaf
+
+
+def test_names_missing_from_max_are_unlimited() -> None:
+    root = make_queue("root", leaf=False)
+    leaf = make_queue("leaf", root, max_resources={"memory": 100})
+    leaf.add_allocated({"vcore": 10**9})
+    assert leaf.headroom_fits({"vcore": 10**9, "gpu": 8, "memory": 100})
+    assert not leaf.headroom_fits({"vcore": 1, "memory": 101})
+
+
+def test_max_set_on_a_parent_later_applies_to_existing_children() -> None:
+    root = make_queue("root", leaf=False)
+    parent = make_queue("parent", root, leaf=False)
+    leaf = make_queue("leaf", parent)
+    assert leaf.headroom_fits({"memory": 10**6})
+    parent.configure(max_resources={"memory": 10}, guaranteed={}, properties={})
+    assert not leaf.headroom_fits({"memory": 11})
+    parent.configure(max_resources={}, guaranteed={}, properties={})
+    assert leaf.headroom_fits({"memory": 11})
+
+
+def test_allocate_moves_pending_to_allocated_up_the_chain() -> None:
+    root = make_queue("root", leaf=False)
+    parent = make_queue("parent", root, leaf=False)
+    leaf = make_queue("leaf", parent)
+    leaf.add_pending({"memory": 30, "vcore": 3})
+    leaf.allocate({"memory": 10, "vcore": 1})
+    for queue in (leaf, parent, root):
+        assert queue.pending == {"memory": 20, "vcore": 2}
+        assert queue.allocated == {"memory": 10, "vcore": 1}
+    leaf.add_pending({"memory": -20, "vcore": -2})
+    assert root.pending == {} and not root.has_pending()
+
+
+# ============================================================================ Queue ordering
+def _parent_with(*children: tuple[str, Res, Res, Res]) -> tuple[Queue, dict[str, Queue]]:
+    """children: (name, guaranteed, allocated, pending)."""
+    root = make_queue("root", leaf=False)
+    out = {}
+    for name, guaranteed, allocated, pending in children:
+        q = make_queue(name, root, guaranteed=guaranteed)
+        if allocated:
+            q.add_allocated(allocated)
+        if pending:
+            q.add_pending(pending)
+        out[name] = q
+    return root, out
+
+
+def names(queues: list[Queue]) -> list[str]:
+    return [q.name for q in queues]
+
+
+def test_sorted_children_least_used_relative_to_guarantee_first() -> None:
+    root, _ = _parent_with(
+        ("half", {"memory": 100}, {"memory": 50}, {"memory": 1}),
+        ("tenth", {"memory": 1000}, {"memory": 100}, {"memory": 1}),
+        ("unused", {"memory": 10}, {}, {"memory": 1}),
+    )
+    assert names(root.sorted_children()) == ["unused", "tenth", "half"]
+
+
+def test_sorted_children_skips_children_without_pending() -> None:
+    root, _ = _parent_with(
+        ("idle", {"memory": 100}, {}, {}),
+        ("busy", {"memory": 100}, {"memory": 90}, {"memory": 1}),
+    )
+    assert names(root.sorted_children()) == ["busy"]
+
+
+def test_sorted_children_without_guarantee_sort_behind_ones_within_it() -> None:
+    root, _ = _parent_with(
+        ("noguar", {}, {"memory": 2}, {"memory": 1}),
+        ("guar", {"memory": 100}, {"memory": 90}, {"memory": 1}),
+    )
+    assert names(root.sorted_children()) == ["guar", "noguar"]
+
+
+def test_sorted_children_resort_after_usage_changes() -> None:
+    root, qs = _parent_with(
+        ("a", {"memory": 100}, {"memory": 10}, {"memory": 1}),
+        ("b", {"memory": 100}, {"memory": 20}, {"memory": 1}),
+    )
+    assert names(root.sorted_children()) == ["a", "b"]
+    qs["a"].add_allocated({"memory": 50})
+    assert names(root.sorted_children()) == ["b", "a"]
+    qs["b"].remove_allocated({"memory": 20})
+    qs["b"].add_allocated({"memory": 80})
+    assert names(root.sorted_children()) == ["a", "b"]
+
+
+def test_sorted_children_tie_more_pending_first_then_name() -> None:
+    root, _ = _parent_with(
+        ("c", {"memory": 100}, {}, {"memory": 5}),
+        ("b", {"memory": 100}, {}, {"memory": 9}),
+        ("a", {"memory": 100}, {}, {"memory": 5}),
+    )
+    assert names(root.sorted_children()) == ["b", "a", "c"]
+
+
+def _leaf_with_apps(policy: str, guaranteed: Res | None = None) -> tuple[Queue, list[Application]]:
+    root = make_queue("root", leaf=False)
+    props = {"application.sort.policy": policy} if policy else {}
+    leaf = make_queue("leaf", root, properties=props, guaranteed=guaranteed)
+    apps = []
+    for seq, allocated in enumerate([50, 10, 30], start=1):
+        app = make_app(f"app-{seq}", seq=seq)
+        add_asks(app, make_ask("k", app_id=app.application_id))
+        app.add_allocation(make_alloc(app.application_id, memory=allocated))
+        leaf.applications[app.application_id] = app
+        apps.append(app)
+    return leaf, apps
+
+
+def app_ids(apps: object) -> list[str]:
+    return [a.application_id for a in apps]  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    ("policy", "expected"),
+    [
+        ("", ["app-1", "app-2", "app-3"]),  # fifo is the default
+        ("fifo", ["app-1", "app-2", "app-3"]),
+        ("unknown", ["app-1", "app-2", "app-3"]),  # an unknown policy is fifo
+        ("fair", ["app-2", "app-3", "app-1"]),  # least allocated first
+    ],
+)
+def test_sorted_applications_by_policy(policy: str, expected: list[str]) -> None:
+    leaf, _ = _leaf_with_apps(policy, guaranteed={"memory": 100})
+    assert app_ids(leaf.sorted_applications()) == expected
+
+
+def test_sort_policy_is_inherited_from_a_parent() -> None:
+    root = make_queue("root", leaf=False, properties={"application.sort.policy": "fair"})
+    leaf = make_queue("leaf", root)
+    assert leaf.sort_policy == "fair"
+
+
+def test_fair_ties_are_broken_by_submission_order() -> None:
+    leaf, apps = _leaf_with_apps("fair")
+    for app in apps:
+        app.remove_allocation(next(iter(app.allocations)))
+    assert app_ids(leaf.sorted_applications()) == ["app-1", "app-2", "app-3"]
+
+
+@pytest.mark.parametrize("policy", ["fifo", "fair"])
+def test_sorted_applications_skip_apps_without_pending_asks(policy: str) -> None:
+    leaf, apps = _leaf_with_apps(policy)
+    apps[1].remove_ask("k")
+    assert "app-2" not in app_ids(leaf.sorted_applications())
+    assert len(app_ids(leaf.sorted_applications())) == 2
