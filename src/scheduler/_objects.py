@@ -8,8 +8,9 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from itertools import count
 
+from heapq import heapify, heappop, heappush
+
 import msgspec
-from sortedcontainers import SortedList
 
 from scheduler import si
 from scheduler._resources import Res, add_into, sub, sub_into, to_si
@@ -169,9 +170,12 @@ DEFAULT_WEIGHTS: dict[str, float] = {"vcore": 1.0, "memory": 1.0}
 class NodeIndex:
     """Schedulable nodes in the order a node sorting policy prefers them.
 
-    ``fair`` puts the least used node first; ``binpacking`` the most used. The index is a
-    sorted list keyed by (score, node id), so choosing a node never scans every node and a
-    node whose usage changes moves in O(log n).
+    ``fair`` puts the least used node first; ``binpacking`` the most used. Nodes sit in a
+    binary heap keyed by (score, node id), so choosing a node never scans every node and a
+    node whose usage changes costs one O(log n) push (``heapq`` is C). The heap is lazy:
+    a node's live entry is the very tuple in ``node.index_key``; entries a node left behind
+    (older keys, removed nodes) are dropped when they reach the top, and the heap is rebuilt
+    when stale entries outnumber live ones.
     """
 
     POLICIES = ("fair", "binpacking")
@@ -182,7 +186,7 @@ class NodeIndex:
         self.policy = policy
         self.weights = dict(weights) if weights else dict(DEFAULT_WEIGHTS)
         self._binpacking = policy == "binpacking"
-        self._keys: SortedList = SortedList()
+        self._heap: list[tuple[float, str]] = []
         self._nodes: dict[str, Node] = {}
         # Per node: (resource name, weight / (capacity * total weight)) for the weighted
         # resources the node has, so a score is one short sum.
@@ -201,24 +205,30 @@ class NodeIndex:
             used += allocated.get(name, 0) * factor
         return (1.0 - used if self._binpacking else used, node.node_id)
 
+    def _push(self, node: Node, key: tuple[float, str]) -> None:
+        node.index_key = key
+        heap = self._heap
+        heappush(heap, key)
+        if len(heap) > 2 * len(self._nodes) + 64:
+            self._heap = [n.index_key for n in self._nodes.values() if n.index_key is not None]
+            heapify(self._heap)
+
     def refresh(self, node: Node) -> None:
         """Re-sort ``node`` after its capacity changed."""
         if node.index_key is not None:
             self._set_factors(node)
-            self.update(node)
+            self._push(node, self._key(node))
 
     def add(self, node: Node) -> None:
         if node.node_id in self._nodes:
             self.update(node)
             return
-        self._set_factors(node)
-        node.index_key = self._key(node)
-        self._keys.add(node.index_key)
         self._nodes[node.node_id] = node
+        self._set_factors(node)
+        self._push(node, self._key(node))
 
     def discard(self, node: Node) -> None:
-        if self._nodes.pop(node.node_id, None) is not None and node.index_key is not None:
-            self._keys.remove(node.index_key)
+        if self._nodes.pop(node.node_id, None) is not None:
             node.index_key = None
             del self._factors[node.node_id]
 
@@ -229,36 +239,40 @@ class NodeIndex:
             return
         key = self._key(node)
         if key != old:
-            keys = self._keys
-            keys.remove(old)
-            node.index_key = key
-            keys.add(key)
+            self._push(node, key)
 
     def __iter__(self) -> Iterator[Node]:
         nodes = self._nodes
-        for _, node_id in self._keys:
+        for _, node_id in sorted(n.index_key for n in nodes.values() if n.index_key):
             yield nodes[node_id]
 
     def first_fit(
         self, res: Mapping[str, int], exclude: set[str] | frozenset[str] = frozenset()
     ) -> Node | None:
         """The first node in policy order, not in ``exclude``, with ``res`` available."""
+        heap = self._heap
         nodes = self._nodes
         items = tuple(res.items())
-        # SortedList keeps its keys in a list of sorted sublists (``_lists``); walking them
-        # directly avoids building an iterator chain for what is usually the first node.
-        for sublist in self._keys._lists:
-            for _, node_id in sublist:
-                if exclude and node_id in exclude:
-                    continue
-                node = nodes[node_id]
+        held: list[tuple[float, str]] = []
+        found = None
+        while heap:
+            key = heap[0]
+            node = nodes.get(key[1])
+            if node is None or node.index_key is not key:
+                heappop(heap)  # left behind by a move or a removal
+                continue
+            if not (exclude and key[1] in exclude):
                 available = node.available
                 for name, v in items:
                     if v > available.get(name, 0):
                         break
                 else:
-                    return node
-        return None
+                    found = node
+                    break
+            held.append(heappop(heap))
+        for key in held:
+            heappush(heap, key)
+        return found
 
     def __len__(self) -> int:
         return len(self._nodes)
