@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import gc
 import json
 import platform
@@ -18,6 +19,8 @@ import time
 from collections import deque
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+
+from loguru import logger
 
 from actors import Actor, ActorSystem
 
@@ -44,9 +47,9 @@ async def raw_deque_tell(n: int, chunk: int) -> float:
             while mailbox:
                 popleft()
                 count += 1
-                if count == n:
-                    done.set_result(None)
-                    return
+            if count >= n:
+                done.set_result(None)
+                return
             waiter = loop.create_future()
             await waiter
 
@@ -74,12 +77,10 @@ async def raw_queue_tell(n: int, chunk: int) -> float:
 
     async def consumer() -> None:
         count = 0
-        while True:
+        while count < n:
             await queue.get()
             count += 1
-            if count == n:
-                done.set_result(None)
-                return
+        done.set_result(None)
 
     task = loop.create_task(consumer())
     await asyncio.sleep(0)
@@ -115,10 +116,8 @@ async def raw_ask(n: int, _chunk: int) -> float:
         await future
     elapsed = time.perf_counter() - started
     task.cancel()
-    try:
+    with contextlib.suppress(asyncio.CancelledError):
         await task
-    except asyncio.CancelledError:
-        pass
     return n / elapsed
 
 
@@ -126,15 +125,11 @@ async def raw_ask(n: int, _chunk: int) -> float:
 
 
 class Counter(Actor):
-    def __init__(self, target: int, done: asyncio.Future[None]) -> None:
+    def __init__(self) -> None:
         self.count = 0
-        self.target = target
-        self.done = done
 
     def receive(self, message: object) -> object:
         self.count += 1
-        if self.count == self.target:
-            self.done.set_result(None)
         return None
 
 
@@ -144,11 +139,10 @@ class Echo(Actor):
 
 
 async def actor_tell(n: int, chunk: int) -> float:
-    """A task tells n messages to an actor that counts them."""
-    loop = asyncio.get_running_loop()
-    done: asyncio.Future[None] = loop.create_future()
+    """A task tells n messages to an actor that counts them; settle() waits for the last."""
+    counter = Counter()
     async with ActorSystem() as system:
-        ref = system.spawn(Counter(n, done), name="counter")
+        ref = system.spawn(counter, name="counter")
         await system.settle()
         started = time.perf_counter()
         tell = ref.tell
@@ -156,8 +150,9 @@ async def actor_tell(n: int, chunk: int) -> float:
             tell(i)
             if i % chunk == chunk - 1:
                 await asyncio.sleep(0)
-        await done
+        await system.settle()
         elapsed = time.perf_counter() - started
+    assert counter.count == n, counter.count
     return n / elapsed
 
 
@@ -244,6 +239,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--chunk", type=int, default=1000, help="tells between producer yields")
     parser.add_argument("--out", type=Path, default=RESULTS, help="where to write the JSON")
     args = parser.parse_args(argv)
+    logger.remove()  # the runtime's debug lines (actor started/stopped) are not the point here
+    logger.add(sys.stderr, level="WARNING")
     best = asyncio.run(measure(args.n, args.repeat, args.chunk))
     result = report(best, args.n)
     args.out.parent.mkdir(parents=True, exist_ok=True)

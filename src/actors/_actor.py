@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import enum
 import inspect
+from asyncio import Future
 from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Final, Literal
@@ -77,14 +78,15 @@ class MailboxStats(msgspec.Struct, frozen=True):
     failures: int
 
 
-class _Ask:
-    """An ask waiting in a mailbox: the message and the future its reply goes to."""
+class _Ask(msgspec.Struct):
+    """An ask waiting in a mailbox: the message and the future its reply goes to.
 
-    __slots__ = ("future", "message")
+    A msgspec Struct because it is built in C: one is made per ask.
+    """
 
-    def __init__(self, message: object, future: asyncio.Future[object]) -> None:
-        self.message = message
-        self.future = future
+    message: object
+    future: asyncio.Future[object]
+    since: float | None = None  # coarse send time, for the default-timeout sweep
 
 
 class _Default(enum.Enum):
@@ -110,6 +112,7 @@ class Cell:
         "control",
         "dead",
         "dispatcher",
+        "dropped",
         "factory",
         "failures",
         "fast",
@@ -154,6 +157,7 @@ class Cell:
         self.processed = 0
         self.handler_time = 0.0
         self.failures = 0
+        self.dropped = 0
         self.log = logger.bind(actor=name)
         self.ref = ActorRef(self)
         self.bind(actor)
@@ -187,8 +191,23 @@ class Cell:
         if flag == STOP:
             self.closed = True
             self.ref._hot = False
+            self.dropped += self.drop_mailbox()  # queued asks fail now, not after the one in hand
         if not self.scheduled:
             self.dispatcher._schedule(self)
+
+    def drop_mailbox(self) -> int:
+        """Empty the mailbox: asks fail with ActorDeadError; returns the tells dropped."""
+        mailbox = self.mailbox
+        dropped = 0
+        while mailbox:
+            message = mailbox.popleft()
+            if type(message) is _Ask:
+                if not message.future.done():
+                    message.future.set_exception(ActorDeadError(f"actor {self.name!r} stopped"))
+            else:
+                dropped += 1
+        self.asks = 0
+        return dropped
 
     def stats(self) -> MailboxStats:
         queued = len(self.mailbox)
@@ -251,28 +270,30 @@ class ActorRef:
                 f"ask to {self.name!r} from its own dispatcher {dispatcher.name!r} would deadlock"
             )
         loop = asyncio.get_running_loop()
-        future: asyncio.Future[object] = loop.create_future()
-        cell.asks += 1
-        cell.mailbox.append(_Ask(message, future))
-        if not cell.scheduled:
-            dispatcher._schedule(cell)
+        future: asyncio.Future[object] = Future(loop=loop)
+        since: float | None = None
         if timeout is SYSTEM_DEFAULT:
+            # The system's sweep guards default-timeout asks: no timer per ask.
             system = cell.system
-            if system._ask_timeout is None:
-                return await future
-            # Every default-timeout ask has the same timeout, so deadlines arrive in order:
-            # one queue and one loop timer guard them all (a call_later per ask costs more).
-            deadlines = system._deadlines
-            deadlines.append((loop.time() + system._ask_timeout, future, self.name))
-            if system._deadline_timer is None:
-                system._arm_deadlines()
-            try:
-                return await future
-            finally:
-                while deadlines and deadlines[0][1].done():
-                    deadlines.popleft()
-                if len(deadlines) > system._deadlines_limit:
-                    system._compact_deadlines()
+            if system._ask_timeout is not None:
+                if system._sweeper is None:
+                    system._arm_sweeper()
+                since = system._coarse_now
+            timeout = None
+        cell.asks += 1
+        cell.mailbox.append(_Ask(message, future, since))
+        if not cell.scheduled:  # Dispatcher._schedule, inlined: asks are a hot path
+            cell.scheduled = True
+            self._hot = True
+            dispatcher._ready.append(cell)
+            if dispatcher._idle:
+                dispatcher._idle = False
+                cell.system._busy += 1
+                waiter = dispatcher._waiter
+                if waiter is not None:
+                    dispatcher._waiter = None
+                    if not waiter.done():
+                        waiter.set_result(None)
         if timeout is None:
             return await future
         expiry = loop.call_later(timeout, expire, future, self.name, timeout)

@@ -3,22 +3,22 @@
 from __future__ import annotations
 
 import asyncio
-from collections import deque
 from collections.abc import Callable
+from time import monotonic
 from types import TracebackType
 from typing import Final
 
 import anyio
 from loguru import logger
 
-from ._actor import START, STOP, Actor, ActorRef, Cell, MailboxStats, expire
+from ._actor import START, STOP, Actor, ActorRef, Cell, MailboxStats, _Ask, expire
 from ._clock import Clock, ManualClock, SystemClock
-from ._dispatcher import DEFAULT_BATCH, Dispatcher, fail_asks
+from ._dispatcher import DEFAULT_BATCH, Dispatcher
 from ._timers import Timers
 
 __all__ = ["ActorSystem"]
 
-_DEADLINES_COMPACT_AT = 1024
+_SWEEPS_PER_TIMEOUT = 8  # a default-timeout ask fails within (1, 1 + 2/8] x timeout
 _NEW: Final = "new"
 _RUNNING: Final = "running"
 _STOPPING: Final = "stopping"
@@ -52,9 +52,8 @@ class ActorSystem:
     ) -> None:
         self.clock: Clock = clock if clock is not None else SystemClock()
         self._ask_timeout = default_ask_timeout
-        self._deadlines: deque[tuple[float, asyncio.Future[object], str]] = deque()
-        self._deadlines_limit = _DEADLINES_COMPACT_AT
-        self._deadline_timer: asyncio.TimerHandle | None = None
+        self._sweeper: asyncio.TimerHandle | None = None  # armed while default asks wait
+        self._coarse_now = 0.0  # monotonic(), refreshed at least every sweep period
         self.timers = Timers(self.clock)
         self._cells: dict[str, Cell] = {}
         self._dispatchers: dict[str, Dispatcher] = {}
@@ -68,13 +67,15 @@ class ActorSystem:
         self._task_group: anyio.abc.TaskGroup | None = None
         self._timer_scope: anyio.CancelScope | None = None
         self._owner: asyncio.Task[None] | None = None
+        self._tasks: set[asyncio.Task[None]] = set()  # dispatcher tasks
         if isinstance(self.clock, ManualClock):
             self.clock._attach(self)
 
     def __repr__(self) -> str:
+        dispatchers = len(self._dispatchers) + len(self._private)
         return (
-            f"<ActorSystem {self._state} actors={len(self._cells)} "
-            f"dispatchers={len(self._dispatchers)} busy={self._busy} timers={len(self.timers)}>"
+            f"<ActorSystem {self._state} actors={len(self._cells)} dispatchers={dispatchers} "
+            f"busy={self._busy} timers={len(self.timers)}>"
         )
 
     # -- lifecycle -----------------------------------------------------------------
@@ -111,6 +112,11 @@ class ActorSystem:
                 raise group.exceptions[0] from group
             raise
         finally:
+            if self._tasks:  # only if cancelled before an owner first ran
+                with anyio.CancelScope(shield=True):
+                    for task in list(self._tasks):
+                        task.cancel()
+                    await asyncio.gather(*self._tasks, return_exceptions=True)
             self._abort()
             logger.debug("actor system stopped")
 
@@ -282,37 +288,52 @@ class ActorSystem:
     def _fire_due_timers(self) -> None:
         self.timers._fire_due()
 
-    # -- ask deadlines (default timeout) ----------------------------------------------
+    # -- default ask timeout: a coarse sweep ------------------------------------------
 
-    def _arm_deadlines(self) -> None:
-        if self._deadlines:
-            loop = asyncio.get_running_loop()
-            self._deadline_timer = loop.call_at(self._deadlines[0][0], self._expire_asks)
+    def _arm_sweeper(self) -> None:
+        assert self._ask_timeout is not None
+        self._coarse_now = monotonic()
+        period = self._ask_timeout / _SWEEPS_PER_TIMEOUT
+        self._sweeper = asyncio.get_running_loop().call_later(period, self._sweep)
 
-    def _expire_asks(self) -> None:
-        self._deadline_timer = None
-        deadlines = self._deadlines
-        now = asyncio.get_running_loop().time()
-        while deadlines:
-            deadline, future, name = deadlines[0]
-            if not future.done():
-                if deadline > now:
-                    break
-                expire(future, name, self._ask_timeout)
-            deadlines.popleft()
-        self._arm_deadlines()
+    def _sweep(self) -> None:
+        """Fail default-timeout asks sent at least `timeout` ago; re-arm while any wait.
 
-    def _compact_deadlines(self) -> None:
-        """Drop answered asks stuck behind a slow one, so the queue stays small."""
-        self._deadlines = deque(e for e in self._deadlines if not e[1].done())
-        self._deadlines_limit = max(_DEADLINES_COMPACT_AT, 2 * len(self._deadlines))
+        An ask records `_coarse_now`, which lags the real time by at most one period, so
+        failing those recorded more than timeout + period ago never fails one early.
+        """
+        self._sweeper = None
+        timeout = self._ask_timeout
+        assert timeout is not None
+        now = monotonic()
+        oldest_allowed = now - timeout * (1 + 1 / _SWEEPS_PER_TIMEOUT)
+        waiting = False
+        for cell in self._cells.values():
+            if cell.asks:
+                for message in cell.mailbox:
+                    if type(message) is _Ask:
+                        waiting |= _sweep_one(message, cell.name, oldest_allowed, timeout)
+        for dispatcher in [*self._dispatchers.values(), *self._private]:
+            in_hand = dispatcher._in_hand
+            if in_hand is not None:
+                ask, name = in_hand
+                waiting |= _sweep_one(ask, name, oldest_allowed, timeout)
+        if waiting:
+            self._arm_sweeper()
 
     # -- internals -----------------------------------------------------------------
 
     def _start(self, dispatcher: Dispatcher) -> None:
+        # The dispatcher runs in a plain asyncio task that a task-group child awaits: the
+        # child owns it (cancellation goes in, exceptions come out), and the dispatcher's
+        # every step is spared the extra coroutine frame anyio wraps its tasks in.
         assert self._task_group is not None
         dispatcher._task_alive = True
-        self._task_group.start_soon(dispatcher._run, name=f"actors-dispatcher-{dispatcher.name}")
+        name = f"actors-dispatcher-{dispatcher.name}"
+        task = asyncio.get_running_loop().create_task(dispatcher._run(), name=name)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        self._task_group.start_soon(_own, task, name=name)
 
     async def _run_timers(self) -> None:
         assert self._timer_scope is not None
@@ -337,13 +358,12 @@ class ActorSystem:
             cell.closed = True
             cell.ref._hot = False
             cell.dead = True
-            fail_asks(cell)
+            cell.drop_mailbox()
         self._cells.clear()
         self.timers._cancel_all()
-        if self._deadline_timer is not None:
-            self._deadline_timer.cancel()
-            self._deadline_timer = None
-        self._deadlines.clear()
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            self._sweeper = None
         self._state = _STOPPED
         self._stop_requested = True
         self._busy = 0
@@ -351,3 +371,17 @@ class ActorSystem:
         self._ready_event.set()
         if isinstance(self.clock, ManualClock):
             self.clock._detach(self)
+
+
+async def _own(task: asyncio.Task[None]) -> None:
+    await task
+
+
+def _sweep_one(ask: _Ask, name: str, oldest_allowed: float, timeout: float) -> bool:
+    """Expire `ask` if it is too old; True if it still waits under the default timeout."""
+    if ask.since is None or ask.future.done():
+        return False
+    if ask.since < oldest_allowed:
+        expire(ask.future, name, timeout)
+        return False
+    return True

@@ -6,9 +6,8 @@ No anyio here: these are sync classes, testable without an event loop (STYLE 2).
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from itertools import count
-
 from heapq import heapify, heappop, heappush
+from itertools import count
 
 import msgspec
 
