@@ -65,15 +65,24 @@ def _fail(request: object, expected: type) -> NoReturn:
     raise SchedulerError(f"expected si.{expected.__name__}, got {type(request).__name__}")
 
 
-def _resource(res: object, what: str) -> dict[str, int]:
-    """A checked resource map; zero entries dropped."""
+_Resource = si.Resource
+_Quantity = si.Quantity
+
+
+def _resource(res: object, what: str, key: str = "") -> dict[str, int]:
+    """A checked resource map; zero entries dropped. ``what`` names it, with ``{}`` for
+    ``key``: the message is only formatted when something is wrong (this is the hot path).
+    """
     if res is None:
         return {}
-    if type(res) is not si.Resource:
+    if type(res) is not _Resource:
+        what = what.format(key)
         raise _Bad(f"{what} must be an si.Resource, got {type(res).__name__}")
     out: dict[str, int] = {}
     for name, q in res.resources.items():
-        value = q.value if type(q) is si.Quantity else None
+        value = q.value if type(q) is _Quantity else None
+        if type(value) is not int or value < 0:
+            what = what.format(key)
         if type(value) is not int:
             raise _Bad(f"{what}: quantity of {name!r} must be an integer, got {value!r}")
         if value < 0:
@@ -331,7 +340,7 @@ class RMProxy:
             raise _Bad("allocation key is missing")
         if type(app_id) is not str or not app_id:
             raise _Bad(f"ask {key}: application id is missing")
-        resource = _resource(ask.resource_ask, f"ask {key} resource")
+        resource = _resource(ask.resource_ask, "ask {} resource", key)
         if not resource:
             raise _Bad(f"ask {key}: resource ask is empty or zero")
         count = ask.max_allocations
@@ -340,6 +349,9 @@ class RMProxy:
         tags = ask.tags
         if tags and not isinstance(tags, dict):
             raise _Bad(f"ask {key}: tags must map strings to strings")
+        timeout = ask.execution_timeout_milliseconds
+        if type(timeout) is not int:
+            raise _Bad(f"ask {key}: execution timeout must be an integer, got {timeout!r}")
         priority = ask.priority
         if type(priority) is not int:
             raise _Bad(f"ask {key}: priority must be an integer")
@@ -356,9 +368,7 @@ class RMProxy:
             task_group_name=group,
             placeholder=bool(ask.placeholder) and bool(group),
             originator=bool(ask.originator),
-            execution_timeout_ms=_int(
-                ask.execution_timeout_milliseconds, f"ask {key} execution timeout"
-            ),
+            execution_timeout_ms=timeout,
             required_node=tags.get(si.DOMAIN_YUNIKORN + si.KEY_REQUIRED_NODE, "") if tags else "",
         )
 
