@@ -26,7 +26,15 @@ def contract(session: nox.Session) -> None:
     session.install("-e", ".[test]")
     if not CONTRACT.exists():
         session.skip(f"no contract at {CONTRACT}")
-    session.run("pytest", str(CONTRACT), "-q", "-p", "no:cacheprovider")
+    session.run(
+        "pytest",
+        str(CONTRACT),
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-o",
+        "asyncio_default_fixture_loop_scope=function",
+    )
 
 
 @nox.session

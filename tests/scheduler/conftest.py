@@ -49,12 +49,9 @@ def node(node_id: str, memory: int = 100, vcore: int = 10, **kw: Any) -> si.Node
 def app(
     app_id: str, queue: str = "root.a", user: str = "alice", **kw: Any
 ) -> si.AddApplicationRequest:
+    kw.setdefault("partition_name", "default")
     return si.AddApplicationRequest(
-        application_id=app_id,
-        queue_name=queue,
-        partition_name="default",
-        ugi=si.UserGroupInformation(user=user),
-        **kw,
+        application_id=app_id, queue_name=queue, ugi=si.UserGroupInformation(user=user), **kw
     )
 
 

@@ -742,3 +742,96 @@ async def test_default_callback_is_not_asked_for_predicates(driver: Driver) -> N
     await driver.asks(ask("k", "a1"))
     await driver.settle()
     assert len(driver.allocs()) == 1
+
+
+# ============================================================================ partitions
+TWO_PARTITIONS = """
+partitions:
+  - name: default
+    queues: [{name: root, submitacl: "*", queues: [{name: a}]}]
+  - name: gpu
+    nodesortpolicy: {type: binpacking}
+    queues: [{name: root, submitacl: "*", queues: [{name: train}]}]
+"""
+
+
+async def test_nodes_and_applications_go_to_their_partition(core: scheduler.Core) -> None:
+    d = Driver(core, ManualClock())
+    await d.register(TWO_PARTITIONS)
+    await d.nodes(node("cpu-1"), node("gpu-1", attributes={si.NODE_PARTITION: "gpu"}))
+    await d.apps(app("t1", queue="root.train", partition_name="gpu"))
+    await core.update_allocation(
+        si.AllocationRequest(
+            rm_id=RM,
+            asks=[
+                si.AllocationAsk(
+                    allocation_key="k",
+                    application_id="t1",
+                    partition_name="gpu",
+                    resource_ask=si.Resource.of(memory=10),
+                    max_allocations=1,
+                )
+            ],
+        )
+    )
+    await d.settle()
+    [alloc] = d.allocs()
+    assert (alloc.node_id, alloc.partition_name) == ("gpu-1", "gpu")
+    parts = {p["name"]: p for p in await core.get_partitions()}
+    assert parts["gpu"]["totalNodes"] == 1 and parts["default"]["totalNodes"] == 1
+    assert parts["gpu"]["nodeSortingPolicy"]["type"] == "binpacking"
+    with pytest.raises(scheduler.NotFoundError):
+        await core.get_node("default", "gpu-1")
+
+
+async def test_a_partition_belongs_to_one_rm(core: scheduler.Core) -> None:
+    await core.register_resource_manager(
+        si.RegisterResourceManagerRequest(rm_id="rm-a"), RecordingCallback()
+    )
+    with pytest.raises(scheduler.SchedulerError, match="belongs to resource manager"):
+        await core.register_resource_manager(
+            si.RegisterResourceManagerRequest(rm_id="rm-b"), RecordingCallback()
+        )
+    other = "partitions: [{name: other, queues: [{name: root, submitacl: '*'}]}]"
+    rm_b = RecordingCallback()
+    await core.register_resource_manager(
+        si.RegisterResourceManagerRequest(rm_id="rm-b", config=other), rm_b
+    )
+    await core.update_node(
+        si.NodeRequest(rm_id="rm-b", nodes=[node("n1", attributes={si.NODE_PARTITION: "other"})])
+    )
+    await core.settle()
+    assert rm_b.accepted_nodes == ["n1"]
+    assert {p["name"] for p in await core.get_partitions()} == {"default", "other"}
+
+
+async def test_update_configuration_adds_a_partition(driver: Driver) -> None:
+    config = (
+        QUEUES
+        + """  - name: extra
+    queues: [{name: root, submitacl: "*"}]
+"""
+    )
+    await driver.core.update_configuration(si.UpdateConfigurationRequest(rm_id=RM, config=config))
+    assert {p["name"] for p in await driver.core.get_partitions()} == {"default", "extra"}
+
+
+async def test_update_configuration_cannot_drop_a_busy_partition(driver: Driver) -> None:
+    await driver.nodes(node("n1"))
+    await driver.settle()
+    other = "partitions: [{name: other, queues: [{name: root, submitacl: '*'}]}]"
+    with pytest.raises(scheduler.SchedulerError, match="still has nodes"):
+        await driver.core.update_configuration(
+            si.UpdateConfigurationRequest(rm_id=RM, config=other)
+        )
+    assert (await driver.core.get_node("default", "n1"))["nodeID"] == "n1"
+
+
+async def test_leaving_start_scheduler_stops_everything(clock: ManualClock) -> None:
+    async with scheduler.start_scheduler(clock=clock) as core:
+        d = Driver(core, clock)
+        await d.register()
+        await d.nodes(node("n1"))
+        await d.settle()
+    with pytest.raises(scheduler.SchedulerError, match="stopped"):
+        await core.get_node("default", "n1")
