@@ -716,10 +716,11 @@ class Partition:
     def _propose_in(
         self, queue: Queue, skip: set[int], no_node: set[tuple[tuple[str, int], ...]]
     ) -> Proposal | None:
-        if queue.leaf:
-            return self._propose_in_leaf(queue, skip, no_node)
         for child in queue.sorted_children():
-            proposal = self._propose_in(child, skip, no_node)
+            if child.leaf:
+                proposal = self._propose_in_leaf(child, skip, no_node)
+            else:
+                proposal = self._propose_in(child, skip, no_node)
             if proposal is not None:
                 return proposal
         return None
@@ -752,7 +753,7 @@ class Partition:
                     skip.add(id(ask))
                     continue
                 size = ask.size
-                if size in no_node:
+                if no_node and size in no_node:
                     skip.add(id(ask))
                     continue
                 node = self.index.first_fit(res)
