@@ -2,8 +2,12 @@
 
 Run standalone: `python bench/bench_actors.py [--n 200000] [--repeat 3]`. Prints a table and
 writes bench/results/actors.json. Targets: actor tell >= 60% of a raw deque mailbox, actor
-ask >= 90% of a raw asyncio.Queue + future round trip. Each case runs `--repeat` times,
-interleaved with its baseline, and the best run counts.
+ask >= 90% of a raw asyncio.Queue + future round trip.
+
+Each case moves `--n` messages per run, and each run counts the best of `--repeat`. Within a
+run the n messages go in `--slices` slices, interleaved with the slices of every other case
+(all contestants are set up first and stay idle between their slices), so a burst of load
+from elsewhere on the machine hits the runtime and its baseline alike.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ import platform
 import sys
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 from loguru import logger
@@ -28,75 +32,100 @@ RESULTS = Path(__file__).parent / "results" / "actors.json"
 TELL_TARGET = 0.60
 ASK_TARGET = 0.90
 
+Slice = Callable[[int], Awaitable[None]]  # moves m messages and returns once all are handled
+Contestant = Callable[[int], contextlib.AbstractAsyncContextManager[Slice]]  # chunk -> Slice
+
 
 # -- baselines -------------------------------------------------------------------------
 
 
-async def raw_deque_tell(n: int, chunk: int) -> float:
+@contextlib.asynccontextmanager
+async def raw_deque_tell(chunk: int) -> AsyncIterator[Slice]:
     """Producer appends to a deque; a consumer task pops, woken by a future when empty."""
     loop = asyncio.get_running_loop()
     mailbox: deque[int] = deque()
     waiter: asyncio.Future[None] | None = None
-    done: asyncio.Future[None] = loop.create_future()
+    target = 0
+    done: asyncio.Future[None] | None = None
 
     async def consumer() -> None:
-        nonlocal waiter
+        nonlocal waiter, done
         count = 0
         popleft = mailbox.popleft
         while True:
             while mailbox:
                 popleft()
                 count += 1
-            if count >= n:
+            if done is not None and count >= target:
                 done.set_result(None)
-                return
+                done = None
             waiter = loop.create_future()
             await waiter
 
+    async def run_slice(m: int) -> None:
+        nonlocal waiter, target, done
+        target += m
+        finished = done = loop.create_future()
+        for i in range(m):
+            mailbox.append(i)
+            if waiter is not None:
+                waiter.set_result(None)
+                waiter = None
+            if i % chunk == chunk - 1:
+                await asyncio.sleep(0)
+        await finished
+
     task = loop.create_task(consumer())
     await asyncio.sleep(0)
-    started = time.perf_counter()
-    for i in range(n):
-        mailbox.append(i)
-        if waiter is not None:
-            waiter.set_result(None)
-            waiter = None
-        if i % chunk == chunk - 1:
-            await asyncio.sleep(0)
-    await done
-    elapsed = time.perf_counter() - started
-    await task
-    return n / elapsed
+    try:
+        yield run_slice
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
 
 
-async def raw_queue_tell(n: int, chunk: int) -> float:
+@contextlib.asynccontextmanager
+async def raw_queue_tell(chunk: int) -> AsyncIterator[Slice]:
     """Producer put_nowait()s into an asyncio.Queue; a consumer task awaits get()."""
     loop = asyncio.get_running_loop()
     queue: asyncio.Queue[int] = asyncio.Queue()
-    done: asyncio.Future[None] = loop.create_future()
+    target = 0
+    done: asyncio.Future[None] | None = None
 
     async def consumer() -> None:
+        nonlocal done
         count = 0
-        while count < n:
+        while True:
             await queue.get()
             count += 1
-        done.set_result(None)
+            if done is not None and count >= target:
+                done.set_result(None)
+                done = None
+
+    async def run_slice(m: int) -> None:
+        nonlocal target, done
+        target += m
+        finished = done = loop.create_future()
+        put = queue.put_nowait
+        for i in range(m):
+            put(i)
+            if i % chunk == chunk - 1:
+                await asyncio.sleep(0)
+        await finished
 
     task = loop.create_task(consumer())
     await asyncio.sleep(0)
-    started = time.perf_counter()
-    put = queue.put_nowait
-    for i in range(n):
-        put(i)
-        if i % chunk == chunk - 1:
-            await asyncio.sleep(0)
-    await done
-    elapsed = time.perf_counter() - started
-    await task
-    return n / elapsed
+    try:
+        yield run_slice
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
 
 
-async def raw_ask(n: int, _chunk: int) -> float:
+@contextlib.asynccontextmanager
+async def raw_ask(_chunk: int) -> AsyncIterator[Slice]:
     """Put (msg, future) into an asyncio.Queue; the consumer sets the result; await it."""
     loop = asyncio.get_running_loop()
     queue: asyncio.Queue[tuple[int, asyncio.Future[int]]] = asyncio.Queue()
@@ -107,18 +136,20 @@ async def raw_ask(n: int, _chunk: int) -> float:
             if not future.done():
                 future.set_result(message)
 
+    async def run_slice(m: int) -> None:
+        for i in range(m):
+            future: asyncio.Future[int] = loop.create_future()
+            queue.put_nowait((i, future))
+            await future
+
     task = loop.create_task(consumer())
     await asyncio.sleep(0)
-    started = time.perf_counter()
-    for i in range(n):
-        future: asyncio.Future[int] = loop.create_future()
-        queue.put_nowait((i, future))
-        await future
-    elapsed = time.perf_counter() - started
-    task.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        await task
-    return n / elapsed
+    try:
+        yield run_slice
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
 
 
 # -- the runtime -------------------------------------------------------------------------
@@ -138,70 +169,103 @@ class Echo(Actor):
         return message
 
 
-async def actor_tell(n: int, chunk: int) -> float:
-    """A task tells n messages to an actor that counts them; settle() waits for the last."""
+@contextlib.asynccontextmanager
+async def actor_tell(chunk: int) -> AsyncIterator[Slice]:
+    """A task tells messages to an actor that counts them; settle() waits for the last."""
     counter = Counter()
     async with ActorSystem() as system:
         ref = system.spawn(counter, name="counter")
         await system.settle()
-        started = time.perf_counter()
-        tell = ref.tell
-        for i in range(n):
-            tell(i)
-            if i % chunk == chunk - 1:
-                await asyncio.sleep(0)
-        await system.settle()
-        elapsed = time.perf_counter() - started
-    assert counter.count == n, counter.count
-    return n / elapsed
+
+        async def run_slice(m: int) -> None:
+            expected = counter.count + m
+            tell = ref.tell
+            for i in range(m):
+                tell(i)
+                if i % chunk == chunk - 1:
+                    await asyncio.sleep(0)
+            await system.settle()
+            assert counter.count == expected, (counter.count, expected)
+
+        yield run_slice
 
 
-def actor_ask_with(timeout: str) -> Callable[[int, int], Awaitable[float]]:
-    async def actor_ask(n: int, _chunk: int) -> float:
+def actor_ask(
+    default_timeout: bool,
+) -> Callable[[int], contextlib.AbstractAsyncContextManager[Slice]]:
+    @contextlib.asynccontextmanager
+    async def contestant(_chunk: int) -> AsyncIterator[Slice]:
         async with ActorSystem() as system:
             ref = system.spawn(Echo(), name="echo")
             await system.settle()
             ask = ref.ask
-            started = time.perf_counter()
-            if timeout == "default":
-                for i in range(n):
-                    await ask(i)
-            else:
-                for i in range(n):
-                    await ask(i, None)
-            elapsed = time.perf_counter() - started
-        return n / elapsed
 
-    return actor_ask
+            async def with_default(m: int) -> None:
+                for i in range(m):
+                    await ask(i)
+
+            async def without(m: int) -> None:
+                for i in range(m):
+                    await ask(i, None)
+
+            yield with_default if default_timeout else without
+
+    return contestant
 
 
 # -- driver ------------------------------------------------------------------------------
 
-Case = Callable[[int, int], Awaitable[float]]
-CASES: dict[str, Case] = {
-    "raw deque tell": raw_deque_tell,
-    "raw asyncio.Queue tell": raw_queue_tell,
-    "actor tell": actor_tell,
-    "raw Queue+future ask": raw_ask,
-    "actor ask (default timeout)": actor_ask_with("default"),
-    "actor ask (timeout=None)": actor_ask_with("none"),
+GROUPS: dict[str, dict[str, Contestant]] = {
+    "tell": {
+        "raw deque tell": raw_deque_tell,
+        "raw asyncio.Queue tell": raw_queue_tell,
+        "actor tell": actor_tell,
+    },
+    "ask": {
+        "raw Queue+future ask": raw_ask,
+        "actor ask (default timeout)": actor_ask(default_timeout=True),
+        "actor ask (timeout=None)": actor_ask(default_timeout=False),
+    },
 }
 
 
-async def measure(n: int, repeat: int, chunk: int) -> dict[str, float]:
-    best = dict.fromkeys(CASES, 0.0)
-    for _ in range(repeat):
-        for name, case in CASES.items():  # interleaved, so drift hits every case alike
-            gc.collect()
-            best[name] = max(best[name], await case(n, chunk))
+async def measure_group(
+    contestants: dict[str, Contestant], n: int, chunk: int, slices: int
+) -> dict[str, float]:
+    """One run: n messages per contestant, in interleaved slices; returns msgs/s."""
+    elapsed = dict.fromkeys(contestants, 0.0)
+    async with contextlib.AsyncExitStack() as stack:
+        runners = {
+            name: await stack.enter_async_context(c(chunk)) for name, c in contestants.items()
+        }
+        sizes = [n // slices + (1 if i < n % slices else 0) for i in range(slices)]
+        for size in sizes:
+            for name, run_slice in runners.items():
+                gc.collect()
+                started = time.perf_counter()
+                await run_slice(size)
+                elapsed[name] += time.perf_counter() - started
+    return {name: n / seconds for name, seconds in elapsed.items()}
+
+
+async def measure(n: int, repeat: int, chunk: int, slices: int) -> dict[str, float]:
+    best: dict[str, float] = {}
+    for contestants in GROUPS.values():
+        for _ in range(repeat):
+            rates = await measure_group(contestants, n, chunk, slices)
+            for name, rate in rates.items():
+                best[name] = max(best.get(name, 0.0), rate)
     return best
 
 
-def report(best: dict[str, float], n: int) -> dict[str, object]:
+def report(best: dict[str, float], args: argparse.Namespace) -> dict[str, object]:
     tell_ratio = best["actor tell"] / best["raw deque tell"]
     ask_ratio = best["actor ask (default timeout)"] / best["raw Queue+future ask"]
     ask_none_ratio = best["actor ask (timeout=None)"] / best["raw Queue+future ask"]
-    print(f"\nactors bench, n={n:,} (best of repeats), Python {platform.python_version()}\n")
+    print(
+        f"\nactors bench: n={args.n:,} per run, best of {args.repeat}, "
+        f"{args.slices} interleaved slices, Python {platform.python_version()}\n"
+    )
     print(f"{'case':<30} {'msgs/s':>14}")
     print("-" * 45)
     for name, rate in best.items():
@@ -218,31 +282,31 @@ def report(best: dict[str, float], n: int) -> dict[str, object]:
         verdict = "PASS" if value >= target else "MISS"
         print(f"{label:<36} {value:>7.1%} {target:>7.0%}  {verdict}")
     return {
-        "n": n,
+        "n": args.n,
+        "repeat": args.repeat,
+        "slices": args.slices,
+        "chunk": args.chunk,
         "python": platform.python_version(),
         "platform": platform.platform(),
         "rates": best,
-        "ratios": {
-            "tell": tell_ratio,
-            "ask": ask_ratio,
-            "ask_no_timeout": ask_none_ratio,
-        },
+        "ratios": {"tell": tell_ratio, "ask": ask_ratio, "ask_no_timeout": ask_none_ratio},
         "targets": {"tell": TELL_TARGET, "ask": ASK_TARGET},
         "pass": tell_ratio >= TELL_TARGET and ask_ratio >= ASK_TARGET,
     }
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--n", type=int, default=200_000, help="messages per case")
-    parser.add_argument("--repeat", type=int, default=3, help="runs per case; best counts")
+    parser = argparse.ArgumentParser(description="actors runtime vs raw asyncio throughput")
+    parser.add_argument("--n", type=int, default=200_000, help="messages per case and run")
+    parser.add_argument("--repeat", type=int, default=3, help="runs per case; the best counts")
+    parser.add_argument("--slices", type=int, default=10, help="interleaved slices per run")
     parser.add_argument("--chunk", type=int, default=1000, help="tells between producer yields")
     parser.add_argument("--out", type=Path, default=RESULTS, help="where to write the JSON")
     args = parser.parse_args(argv)
     logger.remove()  # the runtime's debug lines (actor started/stopped) are not the point here
     logger.add(sys.stderr, level="WARNING")
-    best = asyncio.run(measure(args.n, args.repeat, args.chunk))
-    result = report(best, args.n)
+    best = asyncio.run(measure(args.n, args.repeat, args.chunk, max(1, args.slices)))
+    result = report(best, args)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n")
     print(f"\nwrote {args.out}")

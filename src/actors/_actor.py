@@ -78,10 +78,11 @@ class MailboxStats(msgspec.Struct, frozen=True):
     failures: int
 
 
-class _Ask(msgspec.Struct):
+class _Ask(msgspec.Struct, gc=False):
     """An ask waiting in a mailbox: the message and the future its reply goes to.
 
-    A msgspec Struct because it is built in C: one is made per ask.
+    A msgspec Struct because it is built in C: one is made per ask. Untracked by the
+    garbage collector: it never takes part in a reference cycle.
     """
 
     message: object

@@ -60,7 +60,7 @@ class Dispatcher:
         self.batch = batch
         self._system = system
         self._private = private
-        self._cells: list[Cell] = []
+        self._cells: dict[Cell, None] = {}  # an ordered set: spawn order, O(1) removal
         self._drainers: list[Cell] = []
         self._ready: deque[Cell] = deque()
         self._idle = True  # not counted as busy by the system
@@ -83,7 +83,7 @@ class Dispatcher:
     # -- bookkeeping (called by the system and by cells) ------------------------------
 
     def _add(self, cell: Cell) -> None:
-        self._cells.append(cell)
+        self._cells[cell] = None
         self._track_drainer(cell)
 
     def _track_drainer(self, cell: Cell) -> None:
@@ -93,7 +93,7 @@ class Dispatcher:
             self._drainers.remove(cell)
 
     def _remove(self, cell: Cell) -> None:
-        self._cells.remove(cell)
+        del self._cells[cell]
         if cell in self._drainers:
             self._drainers.remove(cell)
 
@@ -297,17 +297,17 @@ class Dispatcher:
             if result is not None:
                 await result
         except Exception:
-            self._tell_failed(cell, messages)
+            kinds = ", ".join(sorted({type(m).__name__ for m in messages}))
+            self._failed(cell, f"batch of {kinds}")
 
     # -- failures ------------------------------------------------------------------
 
     def _tell_failed(self, cell: Cell, message: object) -> None:
+        self._failed(cell, type(message).__name__)
+
+    def _failed(self, cell: Cell, kind: str) -> None:
         """Log the exception being handled and apply the actor's policy."""
         cell.failures += 1
-        if isinstance(message, list):
-            kind = "batch of " + ", ".join(sorted({type(m).__name__ for m in message}))
-        else:
-            kind = type(message).__name__
         restart = cell.restart and cell.factory is not None
         cell.log.bind(message_type=kind).exception(
             "actor {!r} failed handling {}; {}", cell.name, kind, "restart" if restart else "resume"

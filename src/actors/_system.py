@@ -57,7 +57,7 @@ class ActorSystem:
         self.timers = Timers(self.clock)
         self._cells: dict[str, Cell] = {}
         self._dispatchers: dict[str, Dispatcher] = {}
-        self._private: list[Dispatcher] = []
+        self._private: dict[Dispatcher, None] = {}  # one per actor spawned without a group
         self._state: str = _NEW
         self._stop_requested = False
         self._busy = 0  # dispatchers with work in hand or queued
@@ -216,7 +216,7 @@ class ActorSystem:
             raise ValueError("restart=True needs a factory, not an actor instance")
         if dispatcher is None:
             dispatcher = Dispatcher(self, name, private=True)
-            self._private.append(dispatcher)
+            self._private[dispatcher] = None
         elif dispatcher._system is not self:
             raise ValueError(f"dispatcher {dispatcher.name!r} belongs to another system")
         instance = actor if isinstance(actor, Actor) else actor()
@@ -350,7 +350,7 @@ class ActorSystem:
             del self._cells[cell.name]
         dispatcher = cell.dispatcher
         if dispatcher._private and not dispatcher._cells:
-            self._private.remove(dispatcher)
+            del self._private[dispatcher]
 
     def _abort(self) -> None:
         """After run(): whatever is left (after a crash or cancellation) is dead."""
