@@ -6,7 +6,7 @@ from collections.abc import Iterable, Iterator
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
-from scheduler._objects import Allocation, Ask
+from scheduler._objects import Allocation, Ask, Reservation
 from scheduler._resources import Res, add_into, add_scaled_into, sub_into
 
 if TYPE_CHECKING:
@@ -180,6 +180,8 @@ class Application:
         self.allocated: Res = {}
         self.max_allocated: Res = {}
         self.pending: Res = {}
+        # Nodes reserved for asks of this application, by node id.
+        self.reservations: dict[str, Reservation] = {}
 
     # -- state -------------------------------------------------------------------------
     def fire(self, event: AppEvent, now: float) -> AppState:
@@ -261,6 +263,9 @@ class Application:
             allocated[name] = total
             if total > peak.get(name, 0):
                 peak[name] = total
+
+    def reservations_of(self, ask: Ask) -> list[Reservation]:
+        return [r for r in self.reservations.values() if r.ask is ask]
 
     def remove_allocation(self, uuid: str) -> Allocation | None:
         alloc = self.allocations.pop(uuid, None)

@@ -31,6 +31,7 @@ from scheduler._events import (
     PredicatesChecked,
     Query,
     QueueTimer,
+    ReservationDue,
 )
 from scheduler._partition import Partition, Timeouts
 from scheduler._queue import Queue
@@ -171,6 +172,8 @@ class PartitionActor(Actor):
                 return _views.answer(p, kind, key)
             case _Continue():
                 pass  # on_drained goes on with the pass
+            case ReservationDue():
+                p._wake()
             case PredicatesChecked(allowed=allowed):
                 p.on_predicates_checked(allowed)
             case _:

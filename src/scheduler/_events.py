@@ -32,6 +32,7 @@ __all__ = [
     "PredicatesChecked",
     "Query",
     "QueueTimer",
+    "ReservationDue",
 ]
 
 Res = dict[str, int]
@@ -136,6 +137,10 @@ class AppTimer(Event, frozen=True, kw_only=True):
     application_id: str
     event: str
     state: str
+
+
+class ReservationDue(Event, frozen=True, kw_only=True):
+    """An ask that found no room has waited long enough to reserve a node: schedule."""
 
 
 class QueueTimer(Event, frozen=True, kw_only=True):

@@ -5,7 +5,7 @@ No anyio here: these are sync classes, testable without an event loop (STYLE 2).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from heapq import heapify, heappop, heappush
 from itertools import count
 
@@ -14,7 +14,7 @@ import msgspec
 from scheduler import si
 from scheduler._resources import Res, add_into, sub, sub_into, to_si
 
-__all__ = ["Allocation", "Ask", "Node", "NodeIndex", "new_uuid"]
+__all__ = ["Allocation", "Ask", "Node", "NodeIndex", "Reservation", "new_uuid"]
 
 _uuid_prefix = format(id(object()) & 0xFFFFFF, "06x")
 _uuid_counter = count(1)
@@ -112,6 +112,7 @@ class Node:
         "index_key",
         "node_id",
         "occupied",
+        "reserved",
         "schedulable",
     )
 
@@ -131,6 +132,8 @@ class Node:
         self.schedulable = True
         self.available: Res = {}
         self.index_key: tuple[float, str] | None = None
+        # The one reservation on this node (a scheduler.Reservation), or None.
+        self.reserved: Reservation | None = None
         self.refresh_available()
 
     def refresh_available(self) -> None:
@@ -160,6 +163,27 @@ class Node:
     def __repr__(self) -> str:
         return (
             f"<Node {self.node_id} allocations={len(self.allocations)} available={self.available}>"
+        )
+
+
+class Reservation:
+    """A node held for one ask that fits the node but not its free room (YuniKorn's).
+
+    While reserved the node takes no other allocation; the ask gets it as soon as enough
+    frees up, or any other node that fits first.
+    """
+
+    __slots__ = ("application_id", "ask", "node", "since")
+
+    def __init__(self, application_id: str, ask: Ask, node: Node, since: float) -> None:
+        self.application_id = application_id
+        self.ask = ask
+        self.node = node
+        self.since = since
+
+    def __repr__(self) -> str:
+        return (
+            f"<Reservation {self.node.node_id} for {self.application_id}/{self.ask.allocation_key}>"
         )
 
 
@@ -272,6 +296,10 @@ class NodeIndex:
         for key in held:
             heappush(heap, key)
         return found
+
+    def nodes(self) -> Iterable[Node]:
+        """The indexed nodes in no particular order."""
+        return self._nodes.values()
 
     def __len__(self) -> int:
         return len(self._nodes)

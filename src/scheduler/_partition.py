@@ -24,8 +24,9 @@ from scheduler._events import (
     Event,
     NodeUpdate,
     QueueTimer,
+    ReservationDue,
 )
-from scheduler._objects import Allocation, Ask, Node, NodeIndex, new_uuid
+from scheduler._objects import Allocation, Ask, Node, NodeIndex, Reservation, new_uuid
 from scheduler._queue import Queue, QueueStatus
 from scheduler._resources import Res, add_into, fits, from_si, strictly_positive
 
@@ -44,6 +45,7 @@ class Timeouts:
     completing = 30.0  # Completing -> Completed
     terminated = 3 * 24 * 3600.0  # Completed / Failed / Rejected -> Expired
     dynamic_queue = 10.0  # an empty dynamic queue is removed
+    reservation_delay = 2.0  # an ask that found no room may reserve a node after this
 
 
 class TimerPort(Protocol):
@@ -126,15 +128,19 @@ def _build(kind: str, f: dict[str, list[object]]) -> object:
 class Proposal:
     """A read-only scheduling decision: allocate one of ``ask`` on ``node``."""
 
-    __slots__ = ("application", "ask", "node")
+    __slots__ = ("application", "ask", "node", "reserve")
 
-    def __init__(self, application: Application, ask: Ask, node: Node) -> None:
+    def __init__(
+        self, application: Application, ask: Ask, node: Node, reserve: bool = False
+    ) -> None:
         self.application = application
         self.ask = ask
         self.node = node
+        self.reserve = reserve  # reserve the node for the ask instead of allocating
 
     def __repr__(self) -> str:
-        return f"<Proposal {self.ask!r} on {self.node.node_id}>"
+        what = "reserve" if self.reserve else "allocate"
+        return f"<Proposal {what} {self.ask!r} on {self.node.node_id}>"
 
 
 _SCHEDULABLE_STATES = frozenset(
@@ -177,6 +183,11 @@ class Partition:
         self.use_predicates = False
         self.awaiting: Proposal | None = None
         self.refused: dict[int, set[str]] = {}
+        # Reserved nodes by node id (creation order), and the earliest time a young ask that
+        # found no room may reserve (a pass sets it; a timer wakes the partition then).
+        self.reservations: dict[str, Reservation] = {}
+        self._reserve_due: float | None = None
+        self._no_reserve: set[tuple[tuple[str, int], ...]] = set()  # sizes no node can hold
         self._seq = 0
         # Hooks the actor layer sets to follow queues and applications coming and going.
         self.on_queue_added: Callable[[Queue], None] = lambda q: None
@@ -347,12 +358,17 @@ class Partition:
     def _set_schedulable(self, node: Node, schedulable: bool) -> None:
         node.schedulable = schedulable
         if schedulable:
-            self.index.add(node)
+            if node.reserved is None:
+                self.index.add(node)
             self._wake()
         else:
+            if node.reserved is not None:
+                self._unreserve(node.reserved)
             self.index.discard(node)
 
     def _remove_node(self, node: Node) -> None:
+        if node.reserved is not None:
+            self._unreserve(node.reserved)
         self.index.discard(node)
         del self.nodes[node.node_id]
         for alloc in list(node.allocations.values()):
@@ -552,6 +568,10 @@ class Partition:
         now = self.clock()
         seq = self._seq
         for ask in asks:
+            if app.reservations:
+                old = app.asks.get(ask.allocation_key)
+                if old is not None:
+                    self._unreserve_ask(app, old)
             seq += 1
             ask.seq = seq
             ask.created = now
@@ -584,6 +604,9 @@ class Partition:
         self._maybe_complete(app)
 
     def _remove_ask(self, app: Application, key: str) -> None:
+        ask = app.asks.get(key)
+        if ask is not None and app.reservations:
+            self._unreserve_ask(app, ask)
         delta = app.remove_ask(key)
         if delta and app.queue is not None:
             app.queue.add_pending(delta)
@@ -681,6 +704,7 @@ class Partition:
         during a pass), nor is any other ask of the same size without a node constraint.
         """
         self.schedule_pending = False
+        self._no_reserve = set()
         made = 0
         skip: set[int] = set()
         no_node: set[tuple[tuple[str, int], ...]] = set()
@@ -688,13 +712,17 @@ class Partition:
             proposal = self.propose(skip, no_node)
             if proposal is None:
                 break
-            if self.commit(proposal) is not None:
+            if proposal.reserve:
+                self.commit_reservation(proposal)
+                skip.add(id(proposal.ask))
+            elif self.commit(proposal) is not None:
                 made += 1
             else:
                 skip.add(id(proposal.ask))
         else:
             self.schedule_pending = True  # more may fit: continue after the mailboxes drain
         self.total_allocations += made
+        self._arm_reservation_timer()
         return made
 
     def propose(
@@ -707,11 +735,16 @@ class Partition:
         ``skip`` (ask ids) and ``no_node`` (ask sizes no node has room for) carry what a
         pass already learned; they are filled in as asks fail.
         """
-        if not self.index or not self.root.pending:
+        if not self.root.pending:
             return None
-        return self._propose_in(
-            self.root, set() if skip is None else skip, set() if no_node is None else no_node
-        )
+        skip = set() if skip is None else skip
+        if self.reservations:
+            proposal = self._propose_reserved(skip)
+            if proposal is not None:
+                return proposal
+        if not self.index:
+            return None
+        return self._propose_in(self.root, skip, set() if no_node is None else no_node)
 
     def _propose_in(
         self, queue: Queue, skip: set[int], no_node: set[tuple[tuple[str, int], ...]]
@@ -753,21 +786,149 @@ class Partition:
                     skip.add(id(ask))
                     continue
                 size = ask.size
-                if no_node and size in no_node:
-                    skip.add(id(ask))
-                    continue
-                node = self.index.first_fit(res)
+                if not (no_node and size in no_node):
+                    node = self.index.first_fit(res)
+                    if node is not None:
+                        return Proposal(app, ask, node)
+                    no_node.add(size)
+                node = self._node_to_reserve(app, ask)
                 if node is not None:
-                    return Proposal(app, ask, node)
+                    return Proposal(app, ask, node, reserve=True)
                 skip.add(id(ask))
-                no_node.add(size)
         return None
 
     def _required_node(self, ask: Ask) -> Node | None:
         node = self.nodes.get(ask.required_node)
-        if node is not None and node.schedulable and fits(ask.resource, node.available):
+        if (
+            node is not None
+            and node.schedulable
+            and (node.reserved is None or node.reserved.ask is ask)
+            and fits(ask.resource, node.available)
+        ):
             return node
         return None
+
+    # ====================================================================== reservations
+    def _propose_reserved(self, skip: set[int]) -> Proposal | None:
+        """An allocation for a reserved ask: on its node if it fits now, or on any other."""
+        for reservation in self.reservations.values():
+            ask = reservation.ask
+            if id(ask) in skip:
+                continue
+            app = self.applications.get(reservation.application_id)
+            queue = app.queue if app is not None else None
+            if app is None or queue is None or app.state not in _SCHEDULABLE_STATES:
+                continue
+            res = ask.resource
+            if queue.limited_chain and not queue.headroom_fits(res):
+                continue
+            if fits(res, reservation.node.available):
+                return Proposal(app, ask, reservation.node)
+            other = self.index.first_fit(res)
+            if other is not None:
+                return Proposal(app, ask, other)
+            skip.add(id(ask))
+        return None
+
+    def _node_to_reserve(self, app: Application, ask: Ask) -> Node | None:
+        """The free node that comes closest to fitting ``ask``, if the ask may reserve one.
+
+        An ask may reserve once it has waited ``reservation_delay`` and has fewer
+        reservations than pending allocations; the node must be able to hold it at all
+        (its capacity fits). Closest: the smallest sum of missing fractions (YuniKorn's
+        fit-in score). A younger ask leaves a wake-up time for the pass's timer.
+        """
+        if self.use_predicates or ask.required_node:
+            return None
+        due = ask.created + self.timeouts.reservation_delay
+        if self.clock() < due:
+            if self._reserve_due is None or due < self._reserve_due:
+                self._reserve_due = due
+            return None
+        if ask.size in self._no_reserve or len(app.reservations_of(ask)) >= ask.pending:
+            return None
+        best: Node | None = None
+        best_score = 0.0
+        items = ask.size
+        for node in self.index.nodes():
+            capacity = node.capacity
+            available = node.available
+            score = 0.0
+            for name, v in items:
+                if v > capacity.get(name, 0):
+                    break
+                free = available.get(name, 0)
+                if free < v:
+                    score += (v - free) / v
+            else:
+                if best is None or score < best_score:
+                    best, best_score = node, score
+        if best is None:
+            self._no_reserve.add(items)
+        return best
+
+    def commit_reservation(self, proposal: Proposal) -> Reservation | None:
+        """Re-check and reserve ``proposal.node`` for its ask, or drop the proposal."""
+        app, ask, node = proposal.application, proposal.ask, proposal.node
+        if (
+            node.reserved is not None
+            or not node.schedulable
+            or self.nodes.get(node.node_id) is not node
+            or app.asks.get(ask.allocation_key) is not ask
+            or self.applications.get(app.application_id) is not app
+            or len(app.reservations_of(ask)) >= ask.pending
+        ):
+            return None
+        reservation = Reservation(app.application_id, ask, node, self.clock())
+        node.reserved = reservation
+        app.reservations[node.node_id] = reservation
+        self.reservations[node.node_id] = reservation
+        self.index.discard(node)
+        self._event(
+            si.EventRecordType.REQUEST,
+            ask.allocation_key,
+            "AskReserved",
+            f"node {node.node_id} reserved for ask {ask.allocation_key}",
+            group=app.application_id,
+        )
+        return reservation
+
+    def _unreserve(self, reservation: Reservation) -> None:
+        node = reservation.node
+        node.reserved = None
+        self.reservations.pop(node.node_id, None)
+        app = self.applications.get(reservation.application_id)
+        if app is not None:
+            app.reservations.pop(node.node_id, None)
+        if node.schedulable and self.nodes.get(node.node_id) is node:
+            self.index.add(node)
+            self._wake()
+
+    def _unreserve_ask(self, app: Application, ask: Ask) -> None:
+        for reservation in app.reservations_of(ask):
+            self._unreserve(reservation)
+
+    def _settle_reservations(self, app: Application, ask: Ask, node: Node) -> None:
+        """After an allocation of ``ask``: free its node, and reservations it no longer needs."""
+        held = app.reservations_of(ask)
+        if not held:
+            return
+        if node.reserved is not None and node.reserved.ask is ask:
+            self._unreserve(node.reserved)
+            held = app.reservations_of(ask)
+        while held and len(held) > ask.pending:
+            self._unreserve(held.pop())
+
+    def _arm_reservation_timer(self) -> None:
+        due = self._reserve_due
+        if due is not None:
+            self._reserve_due = None
+            self.timers.set(
+                "partition:reservation",
+                max(0.0, due - self.clock()),
+                ReservationDue(),
+                to="partition",
+            )
 
     def commit(self, proposal: Proposal) -> Allocation | None:
         """Re-check what the proposal assumed and apply it in one step, or drop it."""
@@ -781,6 +942,7 @@ class Partition:
             or self.applications.get(app.application_id) is not app
             or not node.schedulable
             or self.nodes.get(node.node_id) is not node
+            or (node.reserved is not None and node.reserved.ask is not ask)
             or not fits(res, node.available)
             or (queue.limited_chain and not queue.headroom_fits(res))
         ):
@@ -803,6 +965,8 @@ class Partition:
         self.index.update(node)
         app.allocate_from(ask, alloc)
         queue.allocate(res)
+        if app.reservations:
+            self._settle_reservations(app, ask, node)
         self.outbox.add("new", alloc.to_si(ask.resource_si()))
         if app.state is not AppState.RUNNING:
             self.transition(app, AppEvent.RUN)
@@ -852,6 +1016,8 @@ class Partition:
             self.on_app_removed(app)
 
     def _leave_queue(self, app: Application) -> None:
+        for reservation in list(app.reservations.values()):
+            self._unreserve(reservation)
         for key in list(app.asks):
             self._remove_ask(app, key)
         queue = app.queue

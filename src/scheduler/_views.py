@@ -141,8 +141,8 @@ def application_info(app: Application) -> dict[str, Any]:
         "rejectedMessage": app.rejected_message,
         "stateLog": [{"time": _ns(t), "applicationState": str(s)} for t, s in app.state_log],
         "placeholderData": placeholder_data(app),
-        "hasReserved": False,
-        "reservations": [],
+        "hasReserved": bool(app.reservations),
+        "reservations": [f"{n}|{r.ask.allocation_key}" for n, r in app.reservations.items()],
     }
 
 
@@ -181,8 +181,12 @@ def node_info(node: Node) -> dict[str, Any]:
         },
         "allocations": [allocation_info(a) for a in node.allocations.values()],
         "schedulable": node.schedulable,
-        "isReserved": False,
-        "reservations": [],
+        "isReserved": node.reserved is not None,
+        "reservations": (
+            [f"{node.reserved.application_id}|{node.reserved.ask.allocation_key}"]
+            if node.reserved is not None
+            else []
+        ),
     }
 
 

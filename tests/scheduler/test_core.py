@@ -835,3 +835,80 @@ async def test_leaving_start_scheduler_stops_everything(clock: ManualClock) -> N
         await d.settle()
     with pytest.raises(scheduler.SchedulerError, match="stopped"):
         await core.get_node("default", "n1")
+
+
+# ============================================================================ reservations
+async def _big_ask_waiting(driver: Driver) -> None:
+    """n1 and n2 (memory 100) each hold 60 of app "small"; app "big" asks for 80."""
+    await driver.nodes(node("n1"), node("n2"))
+    await driver.apps(app("small"), app("big", queue="root.b"))
+    await driver.asks(ask("s", "small", memory=60, count=2))
+    await driver.settle()
+    await driver.asks(ask("b", "big", memory=80))
+    await driver.settle()
+
+
+async def test_ask_reserves_a_node_after_two_seconds(driver: Driver) -> None:
+    await _big_ask_waiting(driver)
+    await driver.clock.advance(1.9)
+    assert (await driver.core.get_node("default", "n1"))["reservations"] == []
+    await driver.clock.advance(0.1)
+    n1 = await driver.core.get_node("default", "n1")
+    assert n1["isReserved"] and n1["reservations"] == ["big|b"]
+    big = await driver.core.get_application("default", "big")
+    assert big["hasReserved"] and big["reservations"] == ["n1|b"]
+    assert driver.allocs("big") == []
+
+
+async def test_a_reserved_node_takes_no_other_allocation(driver: Driver) -> None:
+    await _big_ask_waiting(driver)
+    await driver.clock.advance(2)
+    await driver.asks(ask("s2", "small", memory=30, count=2))
+    await driver.settle()
+    assert [a.node_id for a in driver.allocs("small")][2:] == ["n2"]  # one fits, on n2
+    assert (await driver.core.get_node("default", "n1"))["allocated"]["memory"] == 60
+
+
+async def test_reserved_ask_gets_its_node_when_room_frees_up(driver: Driver) -> None:
+    await _big_ask_waiting(driver)
+    await driver.clock.advance(2)
+    on_n1 = next(a for a in driver.allocs("small") if a.node_id == "n1")
+    await driver.release(on_n1)
+    await driver.settle()
+    assert [(a.allocation_key, a.node_id) for a in driver.allocs("big")] == [("b", "n1")]
+    n1 = await driver.core.get_node("default", "n1")
+    assert n1["reservations"] == [] and not n1["isReserved"]
+    assert (await driver.core.get_application("default", "big"))["reservations"] == []
+
+
+async def test_reserved_ask_takes_another_node_that_frees_up_first(driver: Driver) -> None:
+    await _big_ask_waiting(driver)
+    await driver.clock.advance(2)
+    on_n2 = next(a for a in driver.allocs("small") if a.node_id == "n2")
+    await driver.release(on_n2)
+    await driver.settle()
+    assert [a.node_id for a in driver.allocs("big")] == ["n2"]
+    assert (await driver.core.get_node("default", "n1"))["reservations"] == []
+    await driver.asks(ask("s3", "small", memory=30))
+    await driver.settle()
+    assert driver.allocs("small")[-1].node_id == "n1"  # n1 is free for others again
+
+
+async def test_releasing_the_reserved_ask_frees_the_node(driver: Driver) -> None:
+    await _big_ask_waiting(driver)
+    await driver.clock.advance(2)
+    await driver.release_asks("big", "b")
+    await driver.settle()
+    assert (await driver.core.get_node("default", "n1"))["reservations"] == []
+    await driver.asks(ask("s4", "small", memory=40))
+    await driver.settle()
+    assert driver.allocs("small")[-1].allocation_key == "s4"
+
+
+async def test_an_ask_larger_than_every_node_reserves_nothing(driver: Driver) -> None:
+    await driver.nodes(node("n1"))
+    await driver.apps(app("a1"))
+    await driver.asks(ask("huge", "a1", memory=500))
+    await driver.settle()
+    await driver.clock.advance(5)
+    assert (await driver.core.get_node("default", "n1"))["reservations"] == []
