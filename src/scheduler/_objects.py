@@ -6,7 +6,7 @@ No anyio here: these are sync classes, testable without an event loop (STYLE 2).
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
-from heapq import heapify, heappop, heappush
+from heapq import heapify, heappop, heappush, heapreplace
 from itertools import count
 
 import msgspec
@@ -262,7 +262,14 @@ class NodeIndex:
             return
         key = self._key(node)
         if key != old:
-            self._push(node, key)
+            heap = self._heap
+            if heap and heap[0] is old:
+                # Usually the node just allocated to is the top: one sift instead of a push
+                # now and a pop of the stale entry later.
+                node.index_key = key
+                heapreplace(heap, key)
+            else:
+                self._push(node, key)
 
     def __iter__(self) -> Iterator[Node]:
         nodes = self._nodes
