@@ -120,7 +120,8 @@ class PartitionActor(Actor):
     def _resolve(self, to: str) -> ActorRef | None:
         kind, _, key = to.partition(":")
         if kind == "app":
-            return self.app_refs.get(key)
+            # A rejected application has no actor: its timers come to the partition.
+            return self.app_refs.get(key, self.actor_ref)
         if kind == "queue":
             return self.queue_refs.get(key)
         return self.actor_ref
@@ -174,6 +175,8 @@ class PartitionActor(Actor):
                 pass  # on_drained goes on with the pass
             case ReservationDue():
                 p._wake()
+            case AppTimer():
+                p.on_app_timer(message)
             case PredicatesChecked(allowed=allowed):
                 p.on_predicates_checked(allowed)
             case _:

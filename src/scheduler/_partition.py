@@ -228,7 +228,7 @@ class Partition:
         if policy != self.index.policy or (weights and weights != self.index.weights):
             index = NodeIndex(policy, weights)
             for node in self.nodes.values():
-                if node.schedulable:
+                if node.schedulable and node.reserved is None:
                     index.add(node)
             self.index = index
         self._wake()

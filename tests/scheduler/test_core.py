@@ -912,3 +912,13 @@ async def test_an_ask_larger_than_every_node_reserves_nothing(driver: Driver) ->
     await driver.settle()
     await driver.clock.advance(5)
     assert (await driver.core.get_node("default", "n1"))["reservations"] == []
+
+
+async def test_rejected_application_expires_after_three_days(driver: Driver) -> None:
+    await driver.apps(app("a1", queue="root.nope"))
+    await driver.settle()
+    assert (await driver.core.get_application("default", "a1"))["applicationState"] == "Rejected"
+    await driver.clock.advance(3 * 24 * 3600)
+    with pytest.raises(scheduler.NotFoundError):
+        await driver.core.get_application("default", "a1")
+    assert driver.rm.app_states("a1") == ["Rejected", "Expired"]
