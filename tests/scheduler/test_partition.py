@@ -193,6 +193,11 @@ def env() -> Env:
     return Env()
 
 
+def state_of(app: Application) -> AppState:
+    """The state now (a call, so a type checker does not keep an earlier narrowing)."""
+    return app.state
+
+
 def placed(app: Application | None) -> Application:
     assert app is not None
     return app
@@ -299,7 +304,7 @@ def test_successful_commit_updates_everything_in_one_step(env: Env) -> None:
     assert new[0] == alloc.to_si()
     assert new[0].resource_per_alloc.to_dict() == res
     assert new[0].partition_name == "default"
-    assert app.state is AppState.STARTING
+    assert state_of(app) is AppState.STARTING
 
 
 def test_commit_resorts_the_node_index(env: Env) -> None:
@@ -460,10 +465,10 @@ def _app_timer(app_id: str, event: AppEvent, state: AppState) -> AppTimer:
 
 def test_first_allocation_sets_the_starting_timer(env: Env) -> None:
     proposal = proposal_for(env, memory=10)
-    assert proposal.application.state is AppState.ACCEPTED
+    assert state_of(proposal.application) is AppState.ACCEPTED
     assert env.timers.armed == {}
     env.p.commit(proposal)
-    assert proposal.application.state is AppState.STARTING
+    assert state_of(proposal.application) is AppState.STARTING
     assert env.timers.armed == {
         "app:app-1": (STARTING, _app_timer("app-1", AppEvent.RUN, AppState.STARTING), "app:app-1")
     }
@@ -475,7 +480,7 @@ def test_starting_timer_moves_the_app_to_running(env: Env) -> None:
     _, message, _ = env.timers.armed["app:app-1"]
     assert isinstance(message, AppTimer)
     env.p.on_app_timer(message)
-    assert proposal.application.state is AppState.RUNNING
+    assert state_of(proposal.application) is AppState.RUNNING
     assert "app:app-1" not in env.timers.armed
 
 
@@ -487,14 +492,14 @@ def test_completing_and_completed_timers(env: Env) -> None:
     env.p.release_allocations(
         app, [AllocationReleased(uuid=alloc.uuid, termination=si.TerminationType.STOPPED_BY_RM)]
     )
-    assert app.state is AppState.COMPLETING
+    assert state_of(app) is AppState.COMPLETING
     assert env.timers.armed["app:app-1"] == (
         COMPLETING,
         _app_timer("app-1", AppEvent.COMPLETE, AppState.COMPLETING),
         "app:app-1",
     )
     env.p.on_app_timer(_app_timer("app-1", AppEvent.COMPLETE, AppState.COMPLETING))
-    assert app.state is AppState.COMPLETED
+    assert state_of(app) is AppState.COMPLETED
     assert env.timers.armed["app:app-1"] == (
         TERMINATED,
         _app_timer("app-1", AppEvent.EXPIRE, AppState.COMPLETED),
@@ -502,7 +507,7 @@ def test_completing_and_completed_timers(env: Env) -> None:
     )
     assert "app-1" not in env.p.applications and env.p.terminated["app-1"] is app
     env.p.on_app_timer(_app_timer("app-1", AppEvent.EXPIRE, AppState.COMPLETED))
-    assert app.state is AppState.EXPIRED
+    assert state_of(app) is AppState.EXPIRED
     assert "app-1" not in env.p.terminated
     assert "app:app-1" not in env.timers.armed
 
@@ -521,10 +526,10 @@ def test_rejected_app_gets_the_expire_timer(env: Env) -> None:
 def test_failed_app_gets_the_expire_timer(env: Env) -> None:
     app = placed(env.app())
     env.p.transition(app, AppEvent.FAIL)
-    assert app.state is AppState.FAILING
+    assert state_of(app) is AppState.FAILING
     assert "app:app-1" not in env.timers.armed
     env.p.transition(app, AppEvent.FAIL)
-    assert app.state is AppState.FAILED
+    assert state_of(app) is AppState.FAILED
     assert env.timers.armed["app:app-1"] == (
         TERMINATED,
         _app_timer("app-1", AppEvent.EXPIRE, AppState.FAILED),
@@ -553,10 +558,10 @@ def test_stale_app_timer_is_ignored(env: Env, stale: AppTimer) -> None:
     proposal = proposal_for(env, memory=10)
     env.p.commit(proposal)
     env.p.transition(proposal.application, AppEvent.RUN)
-    assert proposal.application.state is AppState.RUNNING
+    assert state_of(proposal.application) is AppState.RUNNING
     before = snapshot(env.p)
     env.p.on_app_timer(stale)
-    assert proposal.application.state is AppState.RUNNING
+    assert state_of(proposal.application) is AppState.RUNNING
     assert snapshot(env.p) == before
 
 
@@ -568,12 +573,12 @@ def test_asks_while_completing_bring_the_app_back_to_running(env: Env) -> None:
     env.p.release_allocations(
         app, [AllocationReleased(uuid="", termination=si.TerminationType.STOPPED_BY_RM)]
     )
-    assert app.state is AppState.COMPLETING
+    assert state_of(app) is AppState.COMPLETING
     env.asks(app, ask("k2"))
-    assert app.state is AppState.RUNNING
+    assert state_of(app) is AppState.RUNNING
     assert "app:app-1" not in env.timers.armed
     env.p.on_app_timer(_app_timer("app-1", AppEvent.COMPLETE, AppState.COMPLETING))
-    assert app.state is AppState.RUNNING
+    assert state_of(app) is AppState.RUNNING
 
 
 # ============================================================================ outbox
@@ -652,7 +657,7 @@ def test_unknown_queue_rejects_the_application(env: Env) -> None:
     assert "root.nope" in rejected.reason and "does not exist" in rejected.reason
     assert "app-1" not in env.p.applications
     app = env.p.terminated["app-1"]
-    assert app.state is AppState.REJECTED and app.rejected_message == rejected.reason
+    assert state_of(app) is AppState.REJECTED and app.rejected_message == rejected.reason
     assert [u.state for u in env.items("app_updated")] == ["Rejected"]
     assert "root.nope" not in env.p.queues  # no rule says create
 
@@ -709,7 +714,7 @@ def test_empty_dynamic_queue_is_removed_by_its_timer() -> None:
     env = Env(DYNAMIC)
     app = placed(env.app("app-1", queue="root.parent.tmp"))
     env.p.remove_application(app.application_id)  # New -> Completed
-    assert app.state is AppState.COMPLETED
+    assert state_of(app) is AppState.COMPLETED
     delay, message, to = env.timers.armed["queue:root.parent.tmp"]
     assert (delay, message, to) == (
         10.0,
@@ -767,7 +772,7 @@ def test_node_with_existing_allocations_is_recovered(env: Env) -> None:
     assert app.allocations["u1"].allocation_key == "key-u1"
     for path in ("root.parent.child", "root.parent", "root"):
         assert env.p.queues[path].allocated == {"memory": 50, "vcore": 6}
-    assert app.state is AppState.RUNNING  # New -> Accepted -> Starting -> Running
+    assert state_of(app) is AppState.RUNNING  # New -> Accepted -> Starting -> Running
     assert [u.state for u in env.items("app_updated")] == ["Accepted", "Starting", "Running"]
     assert env.items("node_accepted") == [si.AcceptedNode(node_id="n1")]
     assert env.items("new") == []  # the RM already knows these allocations
@@ -784,7 +789,7 @@ def test_recovered_allocation_can_be_released(env: Env) -> None:
     )
     assert env.p.nodes["n1"].allocated == {}
     assert env.p.queues["root.a"].allocated == {}
-    assert app.state is AppState.COMPLETING
+    assert state_of(app) is AppState.COMPLETING
 
 
 def test_node_with_an_allocation_of_an_unknown_app_is_rejected(env: Env) -> None:
@@ -822,7 +827,7 @@ def test_removing_a_node_releases_its_allocations(env: Env) -> None:
     assert released.uuid == alloc.uuid
     assert released.termination_type == si.TerminationType.STOPPED_BY_RM
     assert app.allocations == {} and env.p.queues["root"].allocated == {}
-    assert app.state is AppState.COMPLETING
+    assert state_of(app) is AppState.COMPLETING
 
 
 def test_update_for_an_unknown_node_is_an_event(env: Env) -> None:
@@ -846,9 +851,9 @@ def test_asks_for_a_terminated_app_are_rejected(env: Env) -> None:
 
 def test_first_ask_accepts_the_application(env: Env) -> None:
     app = placed(env.app())
-    assert app.state is AppState.NEW
+    assert state_of(app) is AppState.NEW
     env.asks(app, ask("k1", count=2))
-    assert app.state is AppState.ACCEPTED
+    assert state_of(app) is AppState.ACCEPTED
     assert env.p.queues["root.a"].pending == {"memory": 20, "vcore": 2}
     assert env.p.queues["root"].pending == {"memory": 20, "vcore": 2}
 
@@ -869,7 +874,7 @@ def test_release_of_every_ask_completes_an_accepted_app(env: Env) -> None:
     env.asks(app, ask("k1"), ask("k2"))
     env.p.release_asks(app, [])
     assert app.asks == {} and env.p.queues["root"].pending == {}
-    assert app.state is AppState.COMPLETING
+    assert state_of(app) is AppState.COMPLETING
 
 
 def test_remove_application_releases_everything(env: Env) -> None:
@@ -879,7 +884,7 @@ def test_remove_application_releases_everything(env: Env) -> None:
     assert alloc is not None
     env.asks(app, ask("k2", memory=5))
     env.p.remove_application("app-1")
-    assert app.state is AppState.COMPLETED
+    assert state_of(app) is AppState.COMPLETED
     assert [r.uuid for r in env.items("released")] == [alloc.uuid]
     assert env.p.nodes["n1"].allocated == {}
     for path in ("root.a", "root"):
