@@ -304,12 +304,17 @@ class RMProxy:
     ) -> list[si.RejectedAllocationAsk]:
         rejected: list[si.RejectedAllocationAsk] = []
         AskType = si.AllocationAsk
+        known: dict[str, str] = {}  # partition names of this request already checked
         for ask in asks:
             if type(ask) is not AskType:
                 raise SchedulerError(f"AllocationRequest.asks holds a {type(ask).__name__}")
             try:
                 spec = self._ask(ask)
-                name, _ = self._partition(rm, ask.partition_name)
+                raw = ask.partition_name
+                name = known.get(raw) if type(raw) is str else None
+                if name is None:
+                    name, _ = self._partition(rm, raw)
+                    known[raw] = name
             except _Bad as bad:
                 rejected.append(
                     si.RejectedAllocationAsk(

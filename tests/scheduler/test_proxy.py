@@ -554,3 +554,16 @@ def test_all_bad_requests_send_nothing_to_the_partition(env: Env) -> None:
     )
     assert env.default.told == []
     assert len(env.callback.told) == 2  # the node and the application rejections
+
+
+def test_a_partition_name_of_the_wrong_type_is_a_rejection(env: Env) -> None:
+    bad = si.AllocationAsk(
+        allocation_key="k",
+        application_id="app-1",
+        partition_name=["default"],  # type: ignore[arg-type]
+        resource_ask=si.Resource.of(memory=1),
+    )
+    env.proxy.update_allocation(si.AllocationRequest(rm_id=RM, asks=[bad]))
+    [out] = env.outbound()
+    assert "partition name must be a string" in out.payload.rejected[0].reason
+    assert env.default.told == []
