@@ -5,7 +5,7 @@ Queues ``root.a`` and ``root.b`` (guaranteed set), two applications, 10,000 asks
 fits. Everything goes through the public API on the system clock; the clock stops when the
 RM callback has received every allocation. Prints allocations/s per size and writes JSON.
 
-    python bench/bench_scheduling.py [--asks 10000] [--nodes 500,1000,2000,5000] [--repeat 3]
+    python bench/bench_scheduling.py [--asks 10000] [--nodes 500,1000,2000,5000] [--repeat 5]
 """
 
 from __future__ import annotations
@@ -114,16 +114,22 @@ async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--asks", type=int, default=10_000)
     parser.add_argument("--nodes", default="500,1000,2000,5000")
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "scheduling.json"))
     args = parser.parse_args()
     from loguru import logger
 
     logger.remove()
-    results = []
-    for n in (int(x) for x in args.nodes.split(",")):
-        runs = [await run_once(n, args.asks) for _ in range(args.repeat)]
-        results.append(max(runs, key=lambda r: r["allocs_per_s"]))
+    sizes = [int(x) for x in args.nodes.split(",")]
+    # Repeats are interleaved across sizes, so a slow spell of a shared machine hits every
+    # size alike rather than one; each size keeps its best run.
+    best: dict[int, dict[str, float]] = {}
+    for _ in range(args.repeat):
+        for n in sizes:
+            run = await run_once(n, args.asks)
+            if n not in best or run["allocs_per_s"] > best[n]["allocs_per_s"]:
+                best[n] = run
+    results = [best[n] for n in sizes]
     print(f"{'nodes':>6} {'asks':>7} {'seconds':>8} {'allocs/s':>10} {'us/alloc':>9}")
     for r in results:
         print(
