@@ -22,7 +22,7 @@ _uuid_counter = count(1)
 
 def new_uuid() -> str:
     """A process-unique allocation id, cheap enough for the hot path."""
-    return f"{_uuid_prefix}-{next(_uuid_counter):012d}"
+    return f"{_uuid_prefix}-{next(_uuid_counter)}"
 
 
 class Allocation(msgspec.Struct, gc=False, repr_omit_defaults=True):

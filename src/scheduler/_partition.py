@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Protocol
 
+import msgspec
 from loguru import logger
 
 from scheduler import si
@@ -125,18 +126,13 @@ def _build(kind: str, f: dict[str, list[object]]) -> object:
     return f["event"]
 
 
-class Proposal:
+class Proposal(msgspec.Struct, gc=False):
     """A read-only scheduling decision: allocate one of ``ask`` on ``node``."""
 
-    __slots__ = ("application", "ask", "node", "reserve")
-
-    def __init__(
-        self, application: Application, ask: Ask, node: Node, reserve: bool = False
-    ) -> None:
-        self.application = application
-        self.ask = ask
-        self.node = node
-        self.reserve = reserve  # reserve the node for the ask instead of allocating
+    application: Application
+    ask: Ask
+    node: Node
+    reserve: bool = False  # reserve the node for the ask instead of allocating
 
     def __repr__(self) -> str:
         what = "reserve" if self.reserve else "allocate"

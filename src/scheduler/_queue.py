@@ -161,7 +161,12 @@ class Queue:
             for child in active:
                 if child.order_key is None:
                     child.order_key = _queue_order(child)
-            active.sort(key=_cached_order)
+            if len(active) == 2:
+                first, second = active
+                if _cached_order(second) < _cached_order(first):
+                    active.reverse()
+            else:
+                active.sort(key=_cached_order)
         return active
 
     def sorted_applications(self) -> Iterable[Application]:

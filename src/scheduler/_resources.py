@@ -26,7 +26,6 @@ __all__ = [
     "sub",
     "sub_into",
     "to_si",
-    "usage_fraction",
 ]
 
 Res = dict[str, int]
@@ -107,17 +106,3 @@ def shares(used: Mapping[str, int], base: Mapping[str, int] | None) -> list[floa
         out.append(v / total if total > 0 else float(v))
     out.sort(reverse=True)
     return out
-
-
-def usage_fraction(
-    allocated: Mapping[str, int], capacity: Mapping[str, int], weights: Mapping[str, float]
-) -> float:
-    """Weighted mean of allocated/capacity over the weighted resource names (0 = empty node)."""
-    total = 0.0
-    weight_sum = 0.0
-    for name, w in weights.items():
-        cap = capacity.get(name, 0)
-        if cap > 0:
-            total += w * min(allocated.get(name, 0) / cap, 1.0)
-            weight_sum += w
-    return total / weight_sum if weight_sum else 0.0
