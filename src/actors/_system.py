@@ -219,6 +219,8 @@ class ActorSystem:
             self._private[dispatcher] = None
         elif dispatcher._system is not self:
             raise ValueError(f"dispatcher {dispatcher.name!r} belongs to another system")
+        elif self._dispatchers.setdefault(dispatcher.name, dispatcher) is not dispatcher:
+            raise ValueError(f"another dispatcher is called {dispatcher.name!r} now")
         instance = actor if isinstance(actor, Actor) else actor()
         cell = Cell(self, dispatcher, name, instance, factory, restart)
         self._cells[name] = cell
@@ -349,8 +351,13 @@ class ActorSystem:
         if self._cells.get(cell.name) is cell:
             del self._cells[cell.name]
         dispatcher = cell.dispatcher
-        if dispatcher._private and not dispatcher._cells:
+        if dispatcher._cells:
+            return
+        if dispatcher._private:
             del self._private[dispatcher]
+        elif self._dispatchers.get(dispatcher.name) is dispatcher:
+            # An empty group is forgotten; spawning into it again registers it again.
+            del self._dispatchers[dispatcher.name]
 
     def _abort(self) -> None:
         """After run(): whatever is left (after a crash or cancellation) is dead."""

@@ -152,3 +152,25 @@ async def test_dispatchers_of_another_system_are_refused(system: ActorSystem) ->
         system.spawn(Member([]), name="x", dispatcher=other.dispatcher("d"))
     with pytest.raises(ValueError):
         system.dispatcher("bad", batch=0)
+
+
+@pytest.mark.asyncio
+async def test_an_emptied_group_is_forgotten(system: ActorSystem) -> None:
+    group = system.dispatcher("short-lived")
+    ref = system.spawn(Member([]), name="m1", dispatcher=group)
+    ref.stop()
+    await system.settle()
+    assert system.dispatcher("short-lived") is not group
+
+
+@pytest.mark.asyncio
+async def test_an_emptied_group_takes_actors_again(system: ActorSystem) -> None:
+    journal: list[str] = []
+    group = system.dispatcher("reused")
+    system.spawn(Member(journal), name="m1", dispatcher=group).stop()
+    await system.settle()
+    again = system.spawn(Member(journal), name="m2", dispatcher=group)
+    again.tell("hello")
+    await system.settle()
+    assert journal == ["m2:hello"]
+    assert system.dispatcher("reused") is group
