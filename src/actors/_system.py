@@ -252,10 +252,12 @@ class ActorSystem:
         not poll: the dispatcher that goes idle last wakes the waiters.
 
         Raises:
-            RuntimeError: `run()` has not started.
+            RuntimeError: `run()` has not started, or the caller is an actor's handler.
         """
         if self._state == _NEW:
             raise RuntimeError("settle() needs a running system: await ready() first")
+        if asyncio.current_task() in self._tasks:
+            raise RuntimeError("settle() inside an actor's handler would wait for itself")
         loop = asyncio.get_running_loop()
         while self._state in (_RUNNING, _STOPPING):
             if self._state == _RUNNING:

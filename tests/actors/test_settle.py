@@ -127,3 +127,17 @@ async def test_owner_task_pattern_from_a_fixture(system: ActorSystem) -> None:
     assert len(owner_tasks) == 1
     assert owner_tasks[0] is not asyncio.current_task()
     assert system.running
+
+
+class SettlesInside(Actor):
+    async def receive(self, message: object) -> object:
+        await self.actor_system.settle()
+        return None
+
+
+@pytest.mark.asyncio
+async def test_settle_inside_a_handler_is_refused_not_a_deadlock(system: ActorSystem) -> None:
+    ref = system.spawn(SettlesInside(), name="selfish")
+    with pytest.raises(RuntimeError, match="wait for itself"):
+        await ref.ask("go")
+    await system.settle()

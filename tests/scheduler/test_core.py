@@ -922,3 +922,26 @@ async def test_rejected_application_expires_after_three_days(driver: Driver) -> 
     with pytest.raises(scheduler.NotFoundError):
         await driver.core.get_application("default", "a1")
     assert driver.rm.app_states("a1") == ["Rejected", "Expired"]
+
+
+class SettlesInCallback(RecordingCallback):
+    def __init__(self, core: scheduler.Core) -> None:
+        super().__init__()
+        self.core = core
+        self.errors: list[str] = []
+
+    async def update_node(self, response: si.NodeResponse) -> None:
+        try:
+            await self.core.settle()
+        except RuntimeError as err:
+            self.errors.append(str(err))
+        await super().update_node(response)
+
+
+async def test_settle_from_a_callback_is_an_error_not_a_hang(core: scheduler.Core) -> None:
+    rm = SettlesInCallback(core)
+    await core.register_resource_manager(si.RegisterResourceManagerRequest(rm_id="rm"), rm)
+    await core.update_node(si.NodeRequest(rm_id="rm", nodes=[node("n1")]))
+    await core.settle()
+    assert rm.accepted_nodes == ["n1"]
+    assert rm.errors and "wait for itself" in rm.errors[0]
