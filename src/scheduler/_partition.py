@@ -143,6 +143,8 @@ _SCHEDULABLE_STATES = frozenset(
     {AppState.ACCEPTED, AppState.STARTING, AppState.RUNNING, AppState.COMPLETING}
 )
 _COMPLETABLE_STATES = frozenset({AppState.ACCEPTED, AppState.STARTING, AppState.RUNNING})
+# What YuniKorn counts as a running application (``maxapplications``).
+_RUNNING_STATES = frozenset({AppState.STARTING, AppState.RUNNING})
 
 
 class Partition:
@@ -758,9 +760,12 @@ class Partition:
         self, queue: Queue, skip: set[int], no_node: set[tuple[tuple[str, int], ...]]
     ) -> Proposal | None:
         limited = bool(queue.limited_chain)
+        app_limited = bool(queue.app_limited_chain)
         for app in queue.sorted_applications():
             if app.state not in _SCHEDULABLE_STATES:
                 continue
+            if app_limited and app.state is AppState.ACCEPTED and not queue.can_run_another_app():
+                continue  # maxapplications: it waits until a running application finishes
             for ask in app.pending_asks.in_order():
                 if skip and id(ask) in skip:
                     continue
@@ -941,6 +946,11 @@ class Partition:
             or (node.reserved is not None and node.reserved.ask is not ask)
             or not fits(res, node.available)
             or (queue.limited_chain and not queue.headroom_fits(res))
+            or (
+                queue.app_limited_chain
+                and app.state is AppState.ACCEPTED
+                and not queue.can_run_another_app()
+            )
         ):
             return None
         alloc = Allocation(
@@ -975,6 +985,11 @@ class Partition:
         new = app.fire(event, self.clock())
         if new is old:
             return
+        was_running, is_running = old in _RUNNING_STATES, new in _RUNNING_STATES
+        if was_running != is_running and app.queue is not None:
+            app.queue.count_running(1 if is_running else -1)
+            if was_running and app.queue.app_limited_chain:
+                self._wake()  # an application waiting for maxapplications may start now
         self.log.debug("application {} {} -> {}", app.application_id, old, new)
         now = self.clock()
         self.outbox.add(

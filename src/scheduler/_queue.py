@@ -45,6 +45,9 @@ class Queue:
         self.submit_acl = ""
         self.admin_acl = ""
         self.max_applications = 0
+        # Applications in Starting or Running below this queue (YuniKorn's runningApps);
+        # maxapplications caps it.
+        self.running_apps = 0
         self.sort_policy = "fifo"
         self.children: dict[str, Queue] = {}
         self.applications: dict[str, Application] = {}
@@ -54,8 +57,9 @@ class Queue:
         self.order_key: tuple[list[float], list[int], str] | None = None
         # Self first, root last: the chain a usage change or a quota check walks.
         self.chain: tuple[Queue, ...] = (self, *(parent.chain if parent else ()))
-        # Only queues with a max take part in headroom checks.
+        # Only queues with a max take part in headroom checks; likewise maxapplications.
         self.limited_chain: tuple[Queue, ...] = ()
+        self.app_limited_chain: tuple[Queue, ...] = ()
         if parent is not None:
             parent.children[name] = self
             parent.leaf = False
@@ -89,6 +93,7 @@ class Queue:
 
     def refresh_limits(self) -> None:
         self.limited_chain = tuple(q for q in self.chain if q.max_resources)
+        self.app_limited_chain = tuple(q for q in self.chain if q.max_applications > 0)
         for child in self.children.values():
             child.refresh_limits()
 
@@ -130,6 +135,17 @@ class Queue:
                     del pending[name]
                 allocated[name] = allocated.get(name, 0) + v
             queue.order_key = None
+
+    def can_run_another_app(self) -> bool:
+        """Room for one more running application here and in every parent."""
+        for queue in self.app_limited_chain:
+            if queue.running_apps >= queue.max_applications:
+                return False
+        return True
+
+    def count_running(self, delta: int) -> None:
+        for queue in self.chain:
+            queue.running_apps += delta
 
     def headroom_fits(self, res: Res) -> bool:
         """``res`` fits under the max of this queue and of every parent."""

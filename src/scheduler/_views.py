@@ -81,7 +81,7 @@ def queue_info(p: Partition, queue: Queue) -> dict[str, Any]:
         "properties": dict(queue.properties),
         "parent": queue.parent.path if queue.parent else "",
         "children": [queue_info(p, c) for c in queue.children.values()],
-        "runningApps": sum(1 for a in queue.applications.values() if a.allocations),
+        "runningApps": queue.running_apps,
         "maxRunningApps": queue.max_applications,
         "applications": sorted(queue.applications),
     }

@@ -945,3 +945,39 @@ async def test_settle_from_a_callback_is_an_error_not_a_hang(core: scheduler.Cor
     await core.settle()
     assert rm.accepted_nodes == ["n1"]
     assert rm.errors and "wait for itself" in rm.errors[0]
+
+
+# ======================================================================== maxapplications
+MAX_APPS = """
+partitions:
+  - name: default
+    queues:
+      - name: root
+        submitacl: "*"
+        queues:
+          - name: capped
+            maxapplications: 2
+"""
+
+
+async def test_maxapplications_caps_running_applications(
+    core: scheduler.Core, clock: ManualClock
+) -> None:
+    d = Driver(core, clock)
+    await d.register(MAX_APPS)
+    await d.nodes(node("n1", memory=1000, vcore=100))
+    await d.apps(*(app(f"a{i}", queue="root.capped") for i in range(3)))
+    await d.asks(*(ask(f"k{i}", f"a{i}") for i in range(3)))
+    await d.settle()
+    assert sorted(a.application_id for a in d.allocs()) == ["a0", "a1"]
+    assert (await core.get_application("default", "a2"))["applicationState"] == "Accepted"
+    assert (await core.get_queue("default", "root.capped"))["runningApps"] == 2
+    # a running application asks for more: still allowed
+    await d.asks(ask("more", "a0"))
+    await d.settle()
+    assert len(d.allocs("a0")) == 2
+    # a0 finishes: a2 may start
+    await d.release(*d.allocs("a0"))
+    await d.settle()
+    assert [a.application_id for a in d.allocs("a2")] == ["a2"]
+    assert (await core.get_queue("default", "root.capped"))["runningApps"] == 2
