@@ -374,17 +374,7 @@ class Partition:
             app = self.applications.get(alloc.application_id)
             if app is not None:
                 self._drop_allocation(app, alloc)
-            self.outbox.add(
-                "released",
-                si.AllocationRelease(
-                    partition_name=self.name,
-                    application_id=alloc.application_id,
-                    uuid=alloc.uuid,
-                    termination_type=si.TerminationType.STOPPED_BY_RM,
-                    message="node removed",
-                    allocation_key=alloc.allocation_key,
-                ),
-            )
+            self._report_release(alloc, si.TerminationType.STOPPED_BY_RM, "node removed")
             if app is not None:
                 self._maybe_complete(app)
         self._event(
@@ -634,20 +624,24 @@ class Partition:
             node.remove_allocation(alloc.uuid)
             self.index.update(node)
         self._drop_allocation(app, alloc)
-        confirmed = alloc.release_pending == termination
-        if not confirmed:
-            self.outbox.add(
-                "released",
-                si.AllocationRelease(
-                    partition_name=self.name,
-                    application_id=app.application_id,
-                    uuid=alloc.uuid,
-                    termination_type=termination,
-                    message=message,
-                    allocation_key=alloc.allocation_key,
-                ),
-            )
+        if alloc.release_pending != termination:  # not the RM confirming our own release
+            self._report_release(alloc, termination, message)
         self._wake()
+
+    def _report_release(
+        self, alloc: Allocation, termination: si.TerminationType, message: str
+    ) -> None:
+        self.outbox.add(
+            "released",
+            si.AllocationRelease(
+                partition_name=self.name,
+                application_id=alloc.application_id,
+                uuid=alloc.uuid,
+                termination_type=termination,
+                message=message,
+                allocation_key=alloc.allocation_key,
+            ),
+        )
 
     def _drop_allocation(self, app: Application, alloc: Allocation) -> None:
         if app.remove_allocation(alloc.uuid) is not None and app.queue is not None:
