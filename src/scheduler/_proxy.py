@@ -284,20 +284,25 @@ class RMProxy:
         releases = request.releases
         if releases is not None and type(releases) is not si.AllocationReleasesRequest:
             _fail(releases, si.AllocationReleasesRequest)
-        # Asks first, then ask releases, then allocation releases (YuniKorn's order).
+        # Everything is checked before anything is sent; then asks go first, then ask
+        # releases, then allocation releases (YuniKorn's order).
         routed: dict[str, dict[str, list[Any]]] = {}
         rejected = self._asks(rm, asks, routed)
+        later: list[tuple[ActorRef, Any]] = []
+        if releases is not None:
+            ask_releases = releases.allocation_asks_to_release
+            allocation_releases = releases.allocations_to_release
+            if not isinstance(ask_releases, list) or not isinstance(allocation_releases, list):
+                raise SchedulerError("AllocationReleasesRequest fields must be lists")
+            later = self._ask_releases(rm, ask_releases) + self._releases(rm, allocation_releases)
         if rejected:
             self._reject(rm, "allocation", si.AllocationResponse(rejected=rejected))
         for name, per_app in routed.items():
             ref = rm.partitions[name]
             for app_id, specs in per_app.items():
                 ref.tell(AsksUpdated(application_id=app_id, asks=tuple(specs)))
-        if releases is not None:
-            for ask_rel in self._ask_releases(rm, releases.allocation_asks_to_release):
-                ask_rel[0].tell(ask_rel[1])
-            for ref, msg in self._releases(rm, releases.allocations_to_release):
-                ref.tell(msg)
+        for ref, msg in later:
+            ref.tell(msg)
 
     def _asks(
         self, rm: RMRecord, asks: list[Any], routed: dict[str, dict[str, list[Any]]]

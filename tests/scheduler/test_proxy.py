@@ -567,3 +567,22 @@ def test_a_partition_name_of_the_wrong_type_is_a_rejection(env: Env) -> None:
     [out] = env.outbound()
     assert "partition name must be a string" in out.payload.rejected[0].reason
     assert env.default.told == []
+
+
+def test_a_malformed_release_list_sends_nothing_at_all(env: Env) -> None:
+    bad_item: Any = "not a release"
+    bad_list: Any = None
+    with pytest.raises(SchedulerError):
+        env.proxy.update_allocation(
+            asks_request(
+                ask("k1"), releases=si.AllocationReleasesRequest(allocations_to_release=[bad_item])
+            )
+        )
+    with pytest.raises(SchedulerError, match="must be lists"):
+        env.proxy.update_allocation(
+            asks_request(
+                ask("k1"),
+                releases=si.AllocationReleasesRequest(allocation_asks_to_release=bad_list),
+            )
+        )
+    assert env.nothing_sent()
