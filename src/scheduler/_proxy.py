@@ -46,6 +46,17 @@ class _Bad(Exception):
         self.reason = reason
 
 
+# What checking an item can raise: our own verdict, or the item's shape being wrong (a
+# None where a list belongs, say). Either way that item is rejected with a reason.
+_MALFORMED = (_Bad, TypeError, AttributeError)
+
+
+def _reason(error: Exception) -> str:
+    if isinstance(error, _Bad):
+        return error.reason
+    return f"malformed: {error}"
+
+
 class RMRecord:
     """What the proxy knows of one registered RM."""
 
@@ -160,9 +171,9 @@ class RMProxy:
                 name, _ = self._partition(rm, partition)
                 update = self._node(info)
                 routed.setdefault(name, []).append(update)
-            except _Bad as bad:
+            except _MALFORMED as bad:
                 node_id = info.node_id if type(info.node_id) is str else ""
-                rejected.append(si.RejectedNode(node_id=node_id, reason=bad.reason))
+                rejected.append(si.RejectedNode(node_id=node_id, reason=_reason(bad)))
         if rejected:
             self._reject(rm, "node", si.NodeResponse(rejected=rejected))
         for name, updates in routed.items():
@@ -226,9 +237,9 @@ class RMProxy:
                 name, _ = self._partition(rm, app.partition_name)
                 spec = self._app(app)
                 added.setdefault(name, []).append(spec)
-            except _Bad as bad:
+            except _MALFORMED as bad:
                 app_id = app.application_id if type(app.application_id) is str else ""
-                rejected.append(si.RejectedApplication(application_id=app_id, reason=bad.reason))
+                rejected.append(si.RejectedApplication(application_id=app_id, reason=_reason(bad)))
         for rem in request.remove:
             if type(rem) is not si.RemoveApplicationRequest:
                 raise SchedulerError(f"ApplicationRequest.remove holds a {type(rem).__name__}")
@@ -236,8 +247,8 @@ class RMProxy:
                 name, _ = self._partition(rm, rem.partition_name)
                 app_id = _text(rem.application_id, "application id")
                 removed.setdefault(name, []).append(app_id)
-            except _Bad as bad:
-                logger.bind(rm_id=rm.rm_id).warning("application removal ignored: {}", bad.reason)
+            except _MALFORMED as bad:
+                logger.bind(rm_id=rm.rm_id).warning("application removal ignored: {}", _reason(bad))
         if rejected:
             self._reject(rm, "application", si.ApplicationResponse(rejected=rejected))
         for name, specs in added.items():
@@ -320,7 +331,7 @@ class RMProxy:
                 if name is None:
                     name, _ = self._partition(rm, raw)
                     known[raw] = name
-            except _Bad as bad:
+            except _MALFORMED as bad:
                 rejected.append(
                     si.RejectedAllocationAsk(
                         allocation_key=ask.allocation_key
@@ -329,7 +340,7 @@ class RMProxy:
                         application_id=ask.application_id
                         if type(ask.application_id) is str
                         else "",
-                        reason=bad.reason,
+                        reason=_reason(bad),
                     )
                 )
                 continue
@@ -394,8 +405,8 @@ class RMProxy:
                 name, _ = self._partition(rm, rel.partition_name)
                 app_id = _text(rel.application_id, "ask release application id")
                 key = _text(rel.allocation_key, "ask release key", required=False)
-            except _Bad as bad:
-                logger.bind(rm_id=rm.rm_id).warning("ask release ignored: {}", bad.reason)
+            except _MALFORMED as bad:
+                logger.bind(rm_id=rm.rm_id).warning("ask release ignored: {}", _reason(bad))
                 continue
             target = (name, app_id)
             keys = grouped.setdefault(target, [])
@@ -431,8 +442,8 @@ class RMProxy:
                 name, _ = self._partition(rm, rel.partition_name)
                 app_id = _text(rel.application_id, "release application id")
                 uuid = _text(rel.uuid, "release uuid", required=False)
-            except _Bad as bad:
-                logger.bind(rm_id=rm.rm_id).warning("allocation release ignored: {}", bad.reason)
+            except _MALFORMED as bad:
+                logger.bind(rm_id=rm.rm_id).warning("allocation release ignored: {}", _reason(bad))
                 continue
             grouped.setdefault((name, app_id), []).append(
                 AllocationReleased(

@@ -586,3 +586,24 @@ def test_a_malformed_release_list_sends_nothing_at_all(env: Env) -> None:
             )
         )
     assert env.nothing_sent()
+
+
+def test_a_node_with_a_malformed_field_is_rejected_not_a_crash(env: Env) -> None:
+    broken: Any = None
+    env.proxy.update_node(
+        si.NodeRequest(
+            rm_id=RM,
+            nodes=[
+                si.NodeInfo(
+                    node_id="n1",
+                    action=si.ActionFromRM.CREATE,
+                    schedulable_resource=si.Resource.of(memory=1),
+                    existing_allocations=broken,
+                )
+            ],
+        )
+    )
+    [out] = env.outbound()
+    assert out.payload.rejected[0].node_id == "n1"
+    assert "malformed" in out.payload.rejected[0].reason
+    assert env.default.told == []
