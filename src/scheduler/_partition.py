@@ -313,7 +313,7 @@ class Partition:
                     f"existing allocation {spec.uuid} names application "
                     f"{spec.application_id}, which is not in partition {self.name}"
                 )
-            if spec.uuid in seen or self._find_allocation(spec.uuid) is not None:
+            if spec.uuid in seen or spec.uuid in app.allocations:
                 return f"existing allocation {spec.uuid} is already allocated"
             seen.add(spec.uuid)
         return ""
@@ -646,13 +646,6 @@ class Partition:
     def _drop_allocation(self, app: Application, alloc: Allocation) -> None:
         if app.remove_allocation(alloc.uuid) is not None and app.queue is not None:
             app.queue.remove_allocated(alloc.resource)
-
-    def _find_allocation(self, uuid: str) -> Allocation | None:
-        for node in self.nodes.values():
-            alloc = node.allocations.get(uuid)
-            if alloc is not None:
-                return alloc
-        return None
 
     def _maybe_complete(self, app: Application) -> None:
         if app.is_idle and app.state in _COMPLETABLE_STATES:
