@@ -213,6 +213,7 @@ class Application:
         The caller applies ``delta`` (to ``self.pending`` with ``apply_pending`` and to the
         queue chain) once for a batch of asks.
         """
+        had_pending = bool(self.pending_asks)
         old = self.asks.get(ask.allocation_key)
         if old is not None:
             add_scaled_into(delta, old.resource, -old.pending)
@@ -222,6 +223,8 @@ class Application:
         if ask.pending > 0:
             self.pending_asks.add(ask)
             add_scaled_into(delta, ask.resource, ask.pending)
+        if had_pending != bool(self.pending_asks):
+            self._tell_queue()
 
     def remove_ask(self, allocation_key: str) -> Res:
         """Drop an ask; returns the (negative) change of pending resources."""
@@ -232,7 +235,14 @@ class Application:
             add_scaled_into(delta, ask.resource, -ask.pending)
             ask.pending = 0
             self.apply_pending(delta)
+            if not self.pending_asks:
+                self._tell_queue()
         return delta
+
+    def _tell_queue(self) -> None:
+        """The application started or stopped wanting allocations: its queue keeps count."""
+        if self.queue is not None:
+            self.queue.pending_changed(self)
 
     def apply_pending(self, delta: Res) -> None:
         add_into(self.pending, delta)
@@ -245,6 +255,8 @@ class Application:
         ask.pending -= 1
         if ask.pending == 0:
             self.pending_asks.remove(ask)
+            if not self.pending_asks:
+                self._tell_queue()
         pending = self.pending
         for name, v in ask.size:
             left = pending.get(name, 0) - v

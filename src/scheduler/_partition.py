@@ -422,9 +422,7 @@ class Partition:
             self.transition(app, AppEvent.REJECT, reason)
             return None
         self.terminated.pop(app_id, None)
-        app.queue = queue
-        app.queue_name = queue.path
-        queue.applications[app_id] = app
+        queue.add_application(app)
         self.applications[app_id] = app
         self.timers.cancel(f"queue:{queue.path}")
         self.outbox.add("app_accepted", si.AcceptedApplication(application_id=app_id))
@@ -1020,7 +1018,7 @@ class Partition:
             self._remove_ask(app, key)
         queue = app.queue
         if queue is not None:
-            queue.applications.pop(app.application_id, None)
+            queue.remove_application(app)
             if queue.dynamic and queue.is_empty():
                 self.timers.set(
                     f"queue:{queue.path}",

@@ -6,6 +6,8 @@ from collections.abc import Iterable, Mapping
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
+from sortedcontainers import SortedDict
+
 from scheduler._resources import Res, add_into, fits_under_max, shares, sub_into
 
 if TYPE_CHECKING:
@@ -51,6 +53,8 @@ class Queue:
         self.sort_policy = "fifo"
         self.children: dict[str, Queue] = {}
         self.applications: dict[str, Application] = {}
+        # The applications with pending asks, in submission order: what scheduling walks.
+        self.pending_apps: SortedDict = SortedDict()
         self.allocated: Res = {}
         self.pending: Res = {}
         # The key this queue sorts by among its siblings, recomputed only after a change.
@@ -185,15 +189,33 @@ class Queue:
                 active.sort(key=_cached_order)
         return active
 
+    def add_application(self, app: Application) -> None:
+        """Take ``app`` into this leaf queue (it sets ``app.queue``)."""
+        app.queue = self
+        app.queue_name = self.path
+        self.applications[app.application_id] = app
+        self.pending_changed(app)
+
+    def remove_application(self, app: Application) -> None:
+        if self.applications.get(app.application_id) is app:
+            del self.applications[app.application_id]
+            self.pending_apps.pop(app.submit_seq, None)
+
+    def pending_changed(self, app: Application) -> None:
+        if app.pending_asks:
+            self.pending_apps[app.submit_seq] = app
+        else:
+            self.pending_apps.pop(app.submit_seq, None)
+
     def sorted_applications(self) -> Iterable[Application]:
         """Applications with pending asks in the queue's order (``fifo`` or ``fair``).
 
-        ``applications`` is insertion ordered and applications join in submission order,
-        so fifo order is the dict's own.
+        ``pending_apps`` holds just those, keyed by submission number, so fifo order is its
+        own and an application with nothing to ask for costs nothing here.
         """
         if self.sort_policy != "fair":
-            return (a for a in self.applications.values() if a.pending_asks)
-        apps = [a for a in self.applications.values() if a.pending_asks]
+            return self.pending_apps.values()  # type: ignore[no-any-return]
+        apps = list(self.pending_apps.values())
         if len(apps) > 1:
             guaranteed = self.guaranteed or self.max_resources
             apps.sort(key=lambda a: (shares(a.allocated, guaranteed), a.submit_seq))

@@ -562,7 +562,7 @@ def _leaf_with_apps(policy: str, guaranteed: Res | None = None) -> tuple[Queue, 
         app = make_app(f"app-{seq}", seq=seq)
         add_asks(app, make_ask("k", app_id=app.application_id))
         app.add_allocation(make_alloc(app.application_id, memory=allocated))
-        leaf.applications[app.application_id] = app
+        leaf.add_application(app)
         apps.append(app)
     return leaf, apps
 
@@ -604,3 +604,14 @@ def test_sorted_applications_skip_apps_without_pending_asks(policy: str) -> None
     apps[1].remove_ask("k")
     assert "app-2" not in app_ids(leaf.sorted_applications())
     assert len(app_ids(leaf.sorted_applications())) == 2
+
+
+def test_an_application_is_walked_only_while_it_has_pending_asks() -> None:
+    leaf, (first, second, third) = _leaf_with_apps("fifo")
+    first.remove_ask("k")
+    assert app_ids(leaf.sorted_applications()) == ["app-2", "app-3"]
+    assert list(leaf.pending_apps.values()) == [second, third]
+    add_asks(first, make_ask("again", app_id="app-1"))
+    assert app_ids(leaf.sorted_applications()) == ["app-1", "app-2", "app-3"]  # back in place
+    leaf.remove_application(second)
+    assert app_ids(leaf.sorted_applications()) == ["app-1", "app-3"]
