@@ -532,6 +532,7 @@ class Partition:
             parent = queue.parent
             assert parent is not None
             del parent.children[queue.name]
+            parent.pending_children.pop(queue.name, None)
             del self.queues[queue.path]
             self.timers.cancel(f"queue:{queue.path}")
             self.on_queue_removed(queue)

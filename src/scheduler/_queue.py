@@ -55,6 +55,8 @@ class Queue:
         self.applications: dict[str, Application] = {}
         # The applications with pending asks, in submission order: what scheduling walks.
         self.pending_apps: SortedDict = SortedDict()
+        # The children with pending work: what scheduling walks below a parent.
+        self.pending_children: dict[str, Queue] = {}
         self.allocated: Res = {}
         self.pending: Res = {}
         # The key this queue sorts by among its siblings, recomputed only after a change.
@@ -110,11 +112,23 @@ class Queue:
             for name in [n for n, v in pending.items() if not v]:
                 del pending[name]
             queue.order_key = None
+            queue._pending_to_parent()
 
     def remove_pending(self, res: Res) -> None:
         for queue in self.chain:
             sub_into(queue.pending, res)
             queue.order_key = None
+            if not queue.pending:
+                queue._pending_to_parent()
+
+    def _pending_to_parent(self) -> None:
+        """Keep the parent's ``pending_children`` in step with this queue's pending work."""
+        parent = self.parent
+        if parent is not None:
+            if self.pending:
+                parent.pending_children[self.name] = self
+            else:
+                parent.pending_children.pop(self.name, None)
 
     def add_allocated(self, res: Res) -> None:
         for queue in self.chain:
@@ -139,6 +153,8 @@ class Queue:
                     del pending[name]
                 allocated[name] = allocated.get(name, 0) + v
             queue.order_key = None
+            if not pending:
+                queue._pending_to_parent()
 
     def can_run_another_app(self) -> bool:
         """Room for one more running application here and in every parent."""
@@ -174,9 +190,7 @@ class Queue:
         A draining queue takes no new applications but still schedules the ones it has;
         only a stopped queue is skipped (YuniKorn's ``sortQueues``).
         """
-        active = [
-            c for c in self.children.values() if c.pending and c.status is not QueueStatus.STOPPED
-        ]
+        active = [c for c in self.pending_children.values() if c.status is not QueueStatus.STOPPED]
         if len(active) > 1:
             for child in active:
                 if child.order_key is None:
