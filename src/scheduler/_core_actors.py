@@ -15,7 +15,7 @@ from loguru import logger
 from actors import Actor, ActorRef, ActorSystem, Dispatcher, TimerHandle
 from scheduler import _views, si
 from scheduler._application import Application
-from scheduler._errors import NotFoundError, SchedulerError
+from scheduler._errors import SchedulerError
 from scheduler._events import (
     AllocationsReleased,
     ApplicationsAdded,
@@ -352,7 +352,3 @@ def _join(kind: str, a: Any, b: Any) -> Any:
         return [*a, *b]
     cls = type(a)
     return cls(**{f: [*getattr(a, f), *getattr(b, f)] for f in cls.__struct_fields__})
-
-
-def not_found(what: str, key: str, partition: str) -> NotFoundError:
-    return NotFoundError(f"{what} {key!r} not found in partition {partition!r}")

@@ -29,7 +29,7 @@ from scheduler._events import (
 )
 from scheduler._objects import Allocation, Ask, Node, NodeIndex, Reservation, new_uuid
 from scheduler._queue import Queue, QueueStatus
-from scheduler._resources import Res, add_into, fits, from_si, strictly_positive
+from scheduler._resources import Res, add_into, fits
 
 if TYPE_CHECKING:
     from scheduler._config import PartitionConfig, PlacementRule, QueueConfig
@@ -1103,11 +1103,3 @@ def _acl_allows(queue: Queue, user: str, groups: list[str]) -> bool:
         if groups and set(groups) & {g.strip() for g in group_list.split(",") if g.strip()}:
             return True
     return False
-
-
-def resource_of(resource: si.Resource | None) -> Res:
-    return from_si(resource)
-
-
-def has_positive(res: Res) -> bool:
-    return strictly_positive(res)

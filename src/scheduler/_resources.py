@@ -19,23 +19,13 @@ __all__ = [
     "add_scaled_into",
     "fits",
     "fits_under_max",
-    "from_si",
-    "is_zero",
     "shares",
-    "strictly_positive",
     "sub",
     "sub_into",
     "to_si",
 ]
 
 Res = dict[str, int]
-
-
-def from_si(resource: si.Resource | None) -> Res:
-    """The core's map of an SI ``Resource`` (``None`` is empty); zero entries are dropped."""
-    if resource is None:
-        return {}
-    return {name: q.value for name, q in resource.resources.items() if q.value}
 
 
 def to_si(res: Mapping[str, int]) -> si.Resource:
@@ -84,14 +74,6 @@ def fits_under_max(
         if cap is not None and used.get(name, 0) + v > cap:
             return False
     return True
-
-
-def is_zero(res: Mapping[str, int]) -> bool:
-    return not any(res.values())
-
-
-def strictly_positive(res: Mapping[str, int]) -> bool:
-    return any(v > 0 for v in res.values())
 
 
 def shares(used: Mapping[str, int], base: Mapping[str, int] | None) -> list[float]:
