@@ -16,6 +16,7 @@ from loguru import logger
 
 from scheduler import si
 from scheduler._application import AppEvent, Application, AppState
+from scheduler._config import queue_paths
 from scheduler._errors import SchedulerError
 from scheduler._events import (
     AllocationReleased,
@@ -197,8 +198,6 @@ class Partition:
     # ==================================================================== configuration
     def check_config(self, config: PartitionConfig) -> None:
         """Raise ``SchedulerError`` if ``config`` cannot replace the live one."""
-        from scheduler._config import queue_paths
-
         paths = queue_paths(config)
         for path, queue in self.queues.items():
             new = paths.get(path)
@@ -214,8 +213,6 @@ class Partition:
     def apply_config(self, config: PartitionConfig) -> None:
         self.config = config
         self._configure_queue(self.root, config.queue)
-        from scheduler._config import queue_paths
-
         paths = queue_paths(config)
         for path, queue in list(self.queues.items()):
             if path not in paths and not queue.dynamic and queue is not self.root:
