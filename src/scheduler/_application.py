@@ -7,7 +7,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING
 
 from scheduler._objects import Allocation, Ask, Reservation
-from scheduler._resources import Res, add_into, add_scaled_into, sub_into
+from scheduler._resources import Res, add_into, add_scaled_into, fits, sub_into
 
 if TYPE_CHECKING:
     from scheduler._queue import Queue
@@ -18,6 +18,8 @@ __all__ = [
     "AppState",
     "Application",
     "InvalidTransition",
+    "Replacement",
+    "TaskGroup",
     "next_state",
 ]
 
@@ -137,6 +139,44 @@ class PendingAsks:
         return bool(self._priorities)
 
 
+class TaskGroup:
+    """What became of the placeholders of one task group (YuniKorn's ``PlaceholderData``).
+
+    ``count`` placeholders were asked for; ``replaced`` and ``timedout`` count what became
+    of them, so ``count >= replaced + timedout``. ``free`` holds the allocated placeholders
+    that no real ask has claimed and no release is pending for, oldest first.
+    """
+
+    __slots__ = ("count", "free", "min_resource", "name", "replaced", "timedout")
+
+    def __init__(self, name: str, min_resource: Res) -> None:
+        self.name = name
+        self.min_resource = dict(min_resource)
+        self.count = 0
+        self.replaced = 0
+        self.timedout = 0
+        self.free: dict[str, Allocation] = {}
+
+
+class Replacement:
+    """A handshake in flight: ``placeholder`` was released to the RM for ``ask``.
+
+    The application holds it until the RM confirms the release (then the real allocation
+    takes the placeholder's place) or the placeholder goes otherwise (then ``ask`` wants an
+    allocation again). ``overdue`` is set when the confirmation took longer than the bound;
+    ``cancelled`` when the application no longer wants the real allocation.
+    """
+
+    __slots__ = ("ask", "cancelled", "overdue", "placeholder", "started")
+
+    def __init__(self, placeholder: Allocation, ask: Ask, started: float) -> None:
+        self.placeholder = placeholder
+        self.ask = ask
+        self.started = started
+        self.overdue = False
+        self.cancelled = False
+
+
 class Application:
     """An application of a partition: its asks, allocations, usage and state.
 
@@ -182,6 +222,18 @@ class Application:
         self.pending: Res = {}
         # Nodes reserved for asks of this application, by node id.
         self.reservations: dict[str, Reservation] = {}
+        # -- gang scheduling ------------------------------------------------------------
+        self.task_groups: dict[str, TaskGroup] = {}
+        self.placeholder_count = 0  # placeholder allocations held (released or not)
+        self.placeholder_allocated: Res = {}
+        self.placeholders_wanted = 0  # pending placeholder allocations of its asks
+        self.replacing: dict[str, Replacement] = {}  # by placeholder uuid
+        self.had_real = False  # a real (non-placeholder) allocation was ever made
+        # Part of ``placeholder_ask`` still held against the queue quota while placing.
+        self.gang_held: Res = {}
+        self.gang_started = False  # the first placeholder was allocated
+        self.gang_timer = False  # the placeholder timeout is running
+        self.cleanup_started = False  # Completing timed out; leftover placeholders released
 
     # -- state -------------------------------------------------------------------------
     def fire(self, event: AppEvent, now: float) -> AppState:
@@ -203,8 +255,35 @@ class Application:
 
     @property
     def is_idle(self) -> bool:
-        """Nothing allocated and nothing pending: the application may complete."""
-        return not self.allocations and not self.pending_asks
+        """Nothing allocated and nothing pending: the application may complete.
+
+        Placeholders are not work: once a real allocation was made, leftover placeholders do
+        not keep the application from completing (the Completing timeout cleans them up).
+        """
+        if self.pending_asks or self.replacing:
+            return False
+        if self.placeholder_count and not self.had_real:
+            return False
+        return len(self.allocations) == self.placeholder_count
+
+    @property
+    def placing_placeholders(self) -> bool:
+        """A gang application still placing: its real asks wait until this is over."""
+        return self.placeholders_wanted > 0
+
+    def placeholders_placed(self) -> bool:
+        """The allocated placeholders add up to ``placeholder_ask`` (or none are pending)."""
+        if self.placeholder_ask:
+            return fits(self.placeholder_ask, self.placeholder_allocated)
+        return self.placeholders_wanted == 0
+
+    def task_group(self, ask: Ask) -> TaskGroup:
+        group = self.task_groups.get(ask.task_group_name)
+        if group is None:
+            group = self.task_groups[ask.task_group_name] = TaskGroup(
+                ask.task_group_name, ask.resource
+            )
+        return group
 
     # -- asks ----------------------------------------------------------------------------
     def add_ask(self, ask: Ask, delta: Res) -> None:
@@ -219,7 +298,14 @@ class Application:
             add_scaled_into(delta, old.resource, -old.pending)
             if old.pending:
                 self.pending_asks.remove(old)
+            if old.placeholder:
+                self.placeholders_wanted -= old.pending
         self.asks[ask.allocation_key] = ask
+        if ask.placeholder:
+            self.placeholders_wanted += ask.pending
+            group = self.task_group(ask)
+            before = old.max_allocations if old is not None and old.placeholder else 0
+            group.count += max(0, ask.max_allocations - before)
         if ask.pending > 0:
             self.pending_asks.add(ask)
             add_scaled_into(delta, ask.resource, ask.pending)
@@ -231,6 +317,8 @@ class Application:
         ask = self.asks.pop(allocation_key, None)
         delta: Res = {}
         if ask is not None and ask.pending > 0:
+            if ask.placeholder:
+                self.placeholders_wanted -= ask.pending
             self.pending_asks.remove(ask)
             add_scaled_into(delta, ask.resource, -ask.pending)
             ask.pending = 0
@@ -252,7 +340,14 @@ class Application:
     # -- allocations (called by the partition's commit) -------------------------------
     def allocate_from(self, ask: Ask, alloc: Allocation) -> None:
         """One allocation of ``ask``: pending moves to allocated."""
+        self.take_pending(ask)
+        self.add_allocation(alloc)
+
+    def take_pending(self, ask: Ask) -> None:
+        """One pending allocation of ``ask`` is spoken for (allocated, or being replaced)."""
         ask.pending -= 1
+        if ask.placeholder:
+            self.placeholders_wanted -= 1
         if ask.pending == 0:
             self.pending_asks.remove(ask)
             if not self.pending_asks:
@@ -264,10 +359,28 @@ class Application:
                 pending[name] = left
             else:
                 pending.pop(name, None)
-        self.add_allocation(alloc)
+
+    def give_back_pending(self, ask: Ask) -> Res:
+        """Undo ``take_pending`` (a replacement fell through); returns the pending delta."""
+        if self.asks.get(ask.allocation_key) is not ask:
+            return {}
+        if ask.pending == 0:
+            had_pending = bool(self.pending_asks)
+            self.pending_asks.add(ask)
+            if not had_pending:
+                self._tell_queue()
+        ask.pending += 1
+        delta = dict(ask.resource)
+        self.apply_pending(delta)
+        return delta
 
     def add_allocation(self, alloc: Allocation) -> None:
         self.allocations[alloc.uuid] = alloc
+        if alloc.placeholder:
+            self.placeholder_count += 1
+            add_into(self.placeholder_allocated, alloc.resource)
+        else:
+            self.had_real = True
         allocated = self.allocated
         peak = self.max_allocated
         for name, v in alloc.resource.items():
@@ -283,6 +396,12 @@ class Application:
         alloc = self.allocations.pop(uuid, None)
         if alloc is not None:
             sub_into(self.allocated, alloc.resource)
+            if alloc.placeholder:
+                self.placeholder_count -= 1
+                sub_into(self.placeholder_allocated, alloc.resource)
+                group = self.task_groups.get(alloc.task_group_name)
+                if group is not None:
+                    group.free.pop(uuid, None)
         return alloc
 
     def __repr__(self) -> str:

@@ -26,6 +26,7 @@ from scheduler._events import (
     CheckPredicates,
     ConfigUpdated,
     Event,
+    GangTimer,
     NodesUpdated,
     Outbound,
     PredicatesChecked,
@@ -177,6 +178,8 @@ class PartitionActor(Actor):
                 p._wake()
             case AppTimer():
                 p.on_app_timer(message)
+            case GangTimer():
+                p.on_gang_timer(message)
             case PredicatesChecked(allowed=allowed):
                 p.on_predicates_checked(allowed)
             case _:
@@ -258,6 +261,8 @@ class ApplicationActor(Actor):
                 p.release_asks(app, keys, text)
             case AppTimer():
                 p.on_app_timer(message)
+            case GangTimer():
+                p.on_gang_timer(message)
             case _:
                 raise SchedulerError(f"application {app.application_id}: unexpected {message!r}")
         return None

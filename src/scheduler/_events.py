@@ -26,6 +26,7 @@ __all__ = [
     "AsksUpdated",
     "CheckPredicates",
     "ConfigUpdated",
+    "GangTimer",
     "NodeUpdate",
     "NodesUpdated",
     "Outbound",
@@ -137,6 +138,19 @@ class AppTimer(Event, frozen=True, kw_only=True):
     application_id: str
     event: str
     state: str
+
+
+class GangTimer(Event, frozen=True, kw_only=True):
+    """A gang timer of one application (``submit_seq`` tells a resubmitted id apart).
+
+    ``kind`` is ``placeholder`` (the placeholder timeout ran out) or ``handshake`` (the RM
+    has not confirmed the release of placeholder ``uuid`` within the bound).
+    """
+
+    application_id: str
+    submit_seq: int
+    kind: str
+    uuid: str = ""
 
 
 class ReservationDue(Event, frozen=True, kw_only=True):

@@ -81,6 +81,9 @@ class Ask(msgspec.Struct, kw_only=True, gc=False, repr_omit_defaults=True):
     originator: bool = False
     execution_timeout_ms: int = 0
     required_node: str = ""
+    # A real ask of a task group that no placeholder can take (its own was too small): it
+    # is scheduled as a normal ask.
+    no_replace: bool = False
     created: float = 0.0
     seq: int = 0
     pending: int = -1  # allocations still wanted; starts at max_allocations

@@ -15,7 +15,7 @@ import msgspec
 from loguru import logger
 
 from scheduler import si
-from scheduler._application import AppEvent, Application, AppState
+from scheduler._application import AppEvent, Application, AppState, Replacement, TaskGroup
 from scheduler._config import queue_paths
 from scheduler._errors import SchedulerError
 from scheduler._events import (
@@ -24,13 +24,14 @@ from scheduler._events import (
     AppSpec,
     AppTimer,
     Event,
+    GangTimer,
     NodeUpdate,
     QueueTimer,
     ReservationDue,
 )
 from scheduler._objects import Allocation, Ask, Node, NodeIndex, Reservation, new_uuid
 from scheduler._queue import Queue, QueueStatus
-from scheduler._resources import Res, add_into, fits
+from scheduler._resources import Res, add_into, fits, fits_under_max, sub_into
 
 if TYPE_CHECKING:
     from scheduler._config import PartitionConfig, PlacementRule, QueueConfig
@@ -48,6 +49,8 @@ class Timeouts:
     terminated = 3 * 24 * 3600.0  # Completed / Failed / Rejected -> Expired
     dynamic_queue = 10.0  # an empty dynamic queue is removed
     reservation_delay = 2.0  # an ask that found no room may reserve a node after this
+    placeholder = 15 * 60.0  # gang placeholders, when the application does not say
+    handshake = 60.0  # how long a placeholder release may wait for the RM's confirmation
 
 
 class TimerPort(Protocol):
@@ -134,9 +137,10 @@ class Proposal(msgspec.Struct, gc=False):
     ask: Ask
     node: Node
     reserve: bool = False  # reserve the node for the ask instead of allocating
+    replace: Allocation | None = None  # the placeholder the (real) ask takes the place of
 
     def __repr__(self) -> str:
-        what = "reserve" if self.reserve else "allocate"
+        what = "reserve" if self.reserve else "replace" if self.replace else "allocate"
         return f"<Proposal {what} {self.ask!r} on {self.node.node_id}>"
 
 
@@ -337,7 +341,15 @@ class Partition:
         app.queue.add_allocated(alloc.resource)
         if app.state is AppState.NEW:
             self.transition(app, AppEvent.RUN)
-        self.transition(app, AppEvent.RUN)
+        if alloc.placeholder:
+            if alloc.task_group_name not in app.task_groups:
+                app.task_groups[alloc.task_group_name] = TaskGroup(
+                    alloc.task_group_name, alloc.resource
+                )
+            app.task_groups[alloc.task_group_name].count += 1  # it has no ask to count it
+            self._placeholder_placed(app, alloc)
+        else:
+            self.transition(app, AppEvent.RUN)
 
     def _update_node(self, node: Node, update: NodeUpdate) -> None:
         if update.capacity is not None:
@@ -409,6 +421,11 @@ class Partition:
             execution_timeout_ms=spec.execution_timeout_ms,
         )
         queue, reason = self._place(app)
+        if queue is not None:
+            reason = _gang_problem(app, queue)
+            if reason:
+                self._queue_emptied(queue)  # a dynamic queue made for it goes again
+                queue = None
         if queue is None:
             self.terminated.pop(app_id, None)
             self.terminated[app_id] = app
@@ -615,11 +632,18 @@ class Partition:
         self, app: Application, alloc: Allocation, termination: si.TerminationType, message: str
     ) -> None:
         """Take an allocation away and confirm the release to the RM."""
+        if (
+            termination is si.TerminationType.PLACEHOLDER_REPLACED
+            and alloc.release_pending is termination
+            and alloc.uuid in app.replacing
+        ):
+            self._complete_replacement(app, app.replacing[alloc.uuid])
+            return
         node = self.nodes.get(alloc.node_id)
         if node is not None:
             node.remove_allocation(alloc.uuid)
             self.index.update(node)
-        self._drop_allocation(app, alloc)
+        self._drop_allocation(app, alloc, termination)
         if alloc.release_pending != termination:  # not the RM confirming our own release
             self._report_release(alloc, termination, message)
         self._wake()
@@ -639,13 +663,24 @@ class Partition:
             ),
         )
 
-    def _drop_allocation(self, app: Application, alloc: Allocation) -> None:
-        if app.remove_allocation(alloc.uuid) is not None and app.queue is not None:
+    def _drop_allocation(
+        self,
+        app: Application,
+        alloc: Allocation,
+        termination: si.TerminationType = si.TerminationType.STOPPED_BY_RM,
+    ) -> None:
+        if app.remove_allocation(alloc.uuid) is None:
+            return
+        if app.queue is not None:
             app.queue.remove_allocated(alloc.resource)
+        if alloc.placeholder:
+            self._placeholder_dropped(app, alloc, termination)
 
     def _maybe_complete(self, app: Application) -> None:
         if app.is_idle and app.state in _COMPLETABLE_STATES:
             self.transition(app, AppEvent.COMPLETE)
+        elif app.state is AppState.FAILING and not app.allocations:
+            self.transition(app, AppEvent.FAIL, "all placeholders released")
 
     # ======================================================================= scheduling
     def _wake(self) -> None:
@@ -659,7 +694,13 @@ class Partition:
         if self.awaiting is not None:
             return None
         self.schedule_pending = False
-        proposal = self.propose()
+        skip: set[int] = set()
+        proposal = self.propose(skip)
+        while proposal is not None and proposal.replace is not None:
+            # A replacement needs no predicates: the RM has its say in the handshake.
+            if not self._start_replacement(proposal):
+                skip.add(id(proposal.ask))
+            proposal = self.propose(skip)
         self.awaiting = proposal
         return proposal
 
@@ -749,9 +790,25 @@ class Partition:
                 continue
             if app_limited and app.state is AppState.ACCEPTED and not queue.can_run_another_app():
                 continue  # maxapplications: it waits until a running application finishes
+            if (
+                limited
+                and app.placeholder_ask
+                and not app.gang_started
+                and not self._gang_fits(queue, app)
+            ):
+                continue  # a gang starts only when its whole placeholder total fits
             for ask in app.pending_asks.in_order():
                 if skip and id(ask) in skip:
                     continue
+                if ask.task_group_name and app.task_groups and not ask.placeholder:
+                    group = app.task_groups.get(ask.task_group_name)
+                    if group is not None and not ask.no_replace:
+                        if app.placeholders_wanted:
+                            skip.add(id(ask))  # real asks wait until the gang is placed
+                            continue
+                        for placeholder in group.free.values():
+                            home = self.nodes[placeholder.node_id]
+                            return Proposal(app, ask, home, replace=placeholder)
                 res = ask.resource
                 if limited and not queue.headroom_fits(res):
                     skip.add(id(ask))
@@ -916,6 +973,9 @@ class Partition:
 
     def commit(self, proposal: Proposal) -> Allocation | None:
         """Re-check what the proposal assumed and apply it in one step, or drop it."""
+        if proposal.replace is not None:
+            self._start_replacement(proposal)
+            return None
         app, ask, node = proposal.application, proposal.ask, proposal.node
         queue = app.queue
         res = ask.resource
@@ -957,9 +1017,359 @@ class Partition:
         if app.reservations:
             self._settle_reservations(app, ask, node)
         self.outbox.add("new", alloc.to_si(ask.resource_si()))
-        if app.state is not AppState.RUNNING:
+        if ask.placeholder:
+            self._placeholder_placed(app, alloc)
+        elif app.state is not AppState.RUNNING:
             self.transition(app, AppEvent.RUN)
         return alloc
+
+    # ================================================================== gang scheduling
+    # The flows of YuniKorn's gang scheduling design: placeholders are placed like normal
+    # asks; a real ask of a task group takes the place of one of its placeholders through
+    # a release handshake with the RM; placeholders that are not used time out.
+
+    def _gang_fits(self, queue: Queue, app: Application) -> bool:
+        """The whole placeholder total of ``app`` fits in the free quota of every limited
+        queue above it, counting what gangs that are still placing have yet to take."""
+        total = app.placeholder_ask
+        for q in queue.limited_chain:
+            held = q.gang_reserved
+            need = {n: v + held.get(n, 0) for n, v in total.items()} if held else total
+            if not fits_under_max(need, q.allocated, q.max_resources):
+                return False
+        return True
+
+    def _gang_release_hold(self, app: Application) -> None:
+        held = app.gang_held
+        if held and app.queue is not None:
+            for q in app.queue.chain:
+                sub_into(q.gang_reserved, held)
+        app.gang_held = {}
+
+    def _placeholder_placed(self, app: Application, alloc: Allocation) -> None:
+        """A placeholder was allocated (or recovered): track it and move the gang on."""
+        group = app.task_groups.get(alloc.task_group_name)
+        if group is None:  # recovered without an ask
+            group = app.task_groups[alloc.task_group_name] = TaskGroup(
+                alloc.task_group_name, alloc.resource
+            )
+        group.free[alloc.uuid] = alloc
+        queue = app.queue
+        if not app.gang_started:
+            app.gang_started = True
+            if app.placeholder_ask and queue is not None:
+                app.gang_held = dict(app.placeholder_ask)
+                for q in queue.chain:
+                    add_into(q.gang_reserved, app.gang_held)
+        held = app.gang_held
+        if held and queue is not None:
+            taken = {n: min(v, held[n]) for n, v in alloc.resource.items() if held.get(n)}
+            sub_into(held, taken)
+            for q in queue.chain:
+                sub_into(q.gang_reserved, taken)
+        if not app.gang_timer and app.state in (AppState.NEW, AppState.ACCEPTED):
+            app.gang_timer = True
+            ms = app.execution_timeout_ms
+            self.timers.set(
+                f"gang:{app.application_id}",
+                ms / 1000 if ms > 0 else self.timeouts.placeholder,
+                GangTimer(
+                    application_id=app.application_id,
+                    submit_seq=app.submit_seq,
+                    kind="placeholder",
+                ),
+                to=f"app:{app.application_id}",
+            )
+        self._event(
+            si.EventRecordType.REQUEST,
+            alloc.allocation_key,
+            "PlaceholderAllocated",
+            f"placeholder {alloc.uuid} of task group {alloc.task_group_name} allocated on "
+            f"node {alloc.node_id}",
+            group=app.application_id,
+        )
+        if app.state is AppState.NEW:
+            self.transition(app, AppEvent.RUN)
+        if app.state is AppState.ACCEPTED and app.placeholders_placed():
+            self._gang_release_hold(app)
+            self.transition(app, AppEvent.RUN, "all placeholders allocated")
+        if not app.placeholders_wanted:
+            self._wake()  # real asks that waited for the gang may go now
+
+    def _start_replacement(self, proposal: Proposal) -> bool:
+        """Claim placeholder ``proposal.replace`` for a real ask and release it to the RM.
+
+        Nothing is allocated yet: the real allocation is made when the RM confirms the
+        release (``_complete_replacement``). A real ask larger than the placeholder cannot
+        use it: the placeholder is released with ``TIMEOUT`` and the ask goes on as a
+        normal ask.
+        """
+        app, ask, ph = proposal.application, proposal.ask, proposal.replace
+        assert ph is not None
+        group = app.task_groups.get(ph.task_group_name)
+        if (
+            group is None
+            or group.free.get(ph.uuid) is not ph
+            or ask.pending <= 0
+            or app.asks.get(ask.allocation_key) is not ask
+            or self.applications.get(app.application_id) is not app
+            or app.allocations.get(ph.uuid) is not ph
+        ):
+            return False
+        del group.free[ph.uuid]
+        if not fits(ask.resource, ph.resource):
+            ask.no_replace = True
+            ph.release_pending = si.TerminationType.TIMEOUT
+            group.timedout += 1
+            self._report_release(
+                ph, si.TerminationType.TIMEOUT, "cancel placeholder: resource incompatible"
+            )
+            self._event(
+                si.EventRecordType.REQUEST,
+                ask.allocation_key,
+                "PlaceholderCancelled",
+                f"placeholder {ph.uuid} released: ask {ask.allocation_key} "
+                f"{_show(ask.resource)} is larger than the placeholder {_show(ph.resource)}",
+                group=app.application_id,
+            )
+            self._wake()
+            return True
+        ph.release_pending = si.TerminationType.PLACEHOLDER_REPLACED
+        app.take_pending(ask)
+        if app.queue is not None:
+            app.queue.remove_pending(ask.resource)
+        if app.reservations:
+            self._settle_reservations(app, ask, proposal.node)
+        app.replacing[ph.uuid] = Replacement(ph, ask, self.clock())
+        self._report_release(
+            ph,
+            si.TerminationType.PLACEHOLDER_REPLACED,
+            f"placeholder replaced by ask {ask.allocation_key}",
+        )
+        self.timers.set(
+            f"handshake:{ph.uuid}",
+            self.timeouts.handshake,
+            GangTimer(
+                application_id=app.application_id,
+                submit_seq=app.submit_seq,
+                kind="handshake",
+                uuid=ph.uuid,
+            ),
+            to=f"app:{app.application_id}",
+        )
+        if ask.pending:
+            self._wake()
+        return True
+
+    def _complete_replacement(self, app: Application, rep: Replacement) -> None:
+        """The RM confirmed the release: the real allocation takes the placeholder's place.
+
+        One update of node, application and queue; a real ask smaller than the placeholder
+        gives the difference back. If the application no longer wants the ask, only the
+        placeholder goes.
+        """
+        ph, ask = rep.placeholder, rep.ask
+        del app.replacing[ph.uuid]
+        self.timers.cancel(f"handshake:{ph.uuid}")
+        node = self.nodes.get(ph.node_id)
+        queue = app.queue
+        real: Allocation | None = None
+        if (
+            node is not None
+            and not rep.cancelled
+            and app.asks.get(ask.allocation_key) is ask
+            and app.state is not AppState.FAILING
+        ):
+            real = Allocation(
+                new_uuid(),
+                ask.allocation_key,
+                app.application_id,
+                self.name,
+                node.node_id,
+                ask.resource,
+                ask.priority,
+                ask.tags,
+                ask.task_group_name,
+                False,
+                ask.created,
+                self.clock(),
+            )
+        real_before = len(app.allocations) - app.placeholder_count
+        if node is not None:
+            node.remove_allocation(ph.uuid)
+            if real is not None:
+                node.add_allocation(real)
+            self.index.update(node)
+        app.remove_allocation(ph.uuid)
+        if queue is not None:
+            queue.remove_allocated(ph.resource)
+        group = app.task_groups.get(ph.task_group_name)
+        if real is None:
+            if group is not None:
+                group.timedout += 1
+            self._after_placeholders(app)
+            self._maybe_complete(app)
+            self._wake()
+            return
+        app.add_allocation(real)
+        if queue is not None:
+            queue.add_allocated(real.resource)
+        if group is not None:
+            group.replaced += 1
+        self.total_allocations += 1
+        self.outbox.add("new", real.to_si(ask.resource_si()))
+        self._event(
+            si.EventRecordType.REQUEST,
+            ask.allocation_key,
+            "PlaceholderReplaced",
+            f"placeholder {ph.uuid} replaced by allocation {real.uuid} on node {real.node_id}",
+            group=app.application_id,
+        )
+        if app.state in (AppState.ACCEPTED, AppState.COMPLETING) or (
+            app.state is AppState.STARTING and real_before
+        ):
+            self.transition(app, AppEvent.RUN)
+        self._after_placeholders(app)
+        self._wake()
+
+    def _placeholder_dropped(
+        self, app: Application, alloc: Allocation, termination: si.TerminationType
+    ) -> None:
+        """A placeholder went without replacing anything (released, timed out, node gone)."""
+        rep = app.replacing.pop(alloc.uuid, None) if app.replacing else None
+        if rep is not None:
+            # It was being replaced: the real ask wants an allocation again.
+            self.timers.cancel(f"handshake:{alloc.uuid}")
+            delta = app.give_back_pending(rep.ask)
+            if delta and app.queue is not None:
+                app.queue.add_pending(delta)
+        group = app.task_groups.get(alloc.task_group_name)
+        if group is not None and alloc.release_pending is not si.TerminationType.TIMEOUT:
+            group.timedout += 1  # a TIMEOUT release was counted when it was sent
+        self._after_placeholders(app)
+
+    def _after_placeholders(self, app: Application) -> None:
+        """The states that wait for the last placeholder to go."""
+        if app.placeholder_count:
+            return
+        if app.gang_timer:
+            app.gang_timer = False
+            self.timers.cancel(f"gang:{app.application_id}")
+        if app.state is AppState.RESUMING:
+            self.transition(app, AppEvent.RUN, "placeholders released: scheduling normally")
+        elif app.state is AppState.COMPLETING and app.cleanup_started:
+            self.transition(app, AppEvent.COMPLETE, "placeholders released")
+
+    def _release_free_placeholders(self, app: Application, message: str) -> int:
+        """Release every placeholder no real ask claimed, with ``TIMEOUT``."""
+        released = 0
+        for group in app.task_groups.values():
+            for ph in group.free.values():
+                ph.release_pending = si.TerminationType.TIMEOUT
+                group.timedout += 1
+                self._report_release(ph, si.TerminationType.TIMEOUT, message)
+                released += 1
+            group.free.clear()
+        return released
+
+    def _release_asks_on_timeout(self, app: Application, real_too: bool) -> int:
+        """Release pending placeholder asks (and real ones with ``real_too``), ``TIMEOUT``."""
+        in_handshake = {id(r.ask) for r in app.replacing.values()}
+        released = 0
+        for ask in list(app.asks.values()):
+            if not ask.placeholder and not real_too:
+                continue
+            if ask.pending <= 0 and id(ask) not in in_handshake:
+                continue
+            if ask.placeholder:
+                group = app.task_groups.get(ask.task_group_name)
+                if group is not None:
+                    group.timedout += ask.pending
+            self.outbox.add(
+                "released_asks",
+                si.AllocationAskRelease(
+                    partition_name=self.name,
+                    application_id=app.application_id,
+                    allocation_key=ask.allocation_key,
+                    termination_type=si.TerminationType.TIMEOUT,
+                    message="releasing placeholder asks on placeholder timeout",
+                ),
+            )
+            self._remove_ask(app, ask.allocation_key)
+            released += 1
+        return released
+
+    def on_gang_timer(self, msg: GangTimer) -> None:
+        app = self.applications.get(msg.application_id)
+        if app is None or app.submit_seq != msg.submit_seq:
+            return
+        if msg.kind == "placeholder":
+            if app.gang_timer:
+                app.gang_timer = False
+                self._placeholder_timeout(app)
+            return
+        rep = app.replacing.get(msg.uuid)
+        if rep is None or rep.overdue:
+            return
+        rep.overdue = True
+        self.log.warning(
+            "application {}: the RM has not confirmed the release of placeholder {} after {}s",
+            app.application_id,
+            msg.uuid,
+            self.timeouts.handshake,
+        )
+        self._event(
+            si.EventRecordType.REQUEST,
+            rep.ask.allocation_key,
+            "PlaceholderReleaseOverdue",
+            f"placeholder {msg.uuid} is still waiting for the RM to confirm its release "
+            f"after {self.timeouts.handshake:g}s; ask {rep.ask.allocation_key} takes its "
+            "place once it does",
+            group=app.application_id,
+        )
+
+    def _placeholder_timeout(self, app: Application) -> None:
+        """The placeholder timeout ran out (YuniKorn's ``timeoutPlaceholderProcessing``).
+
+        An application that got all its placeholders only loses the unused ones. One still
+        placing them gives up: ``Hard`` fails, ``Soft`` resumes as a normal application.
+        The releases go out in one response, before the state change.
+        """
+        state = app.state
+        if state in (AppState.STARTING, AppState.RUNNING, AppState.COMPLETING):
+            asks = self._release_asks_on_timeout(app, real_too=False)
+            released = self._release_free_placeholders(
+                app, "releasing allocated placeholders on placeholder timeout"
+            )
+            self._gang_timeout_event(app, released, asks)
+            return
+        if state not in (AppState.NEW, AppState.ACCEPTED):
+            return
+        hard = app.gang_scheduling_style == "Hard"
+        asks = self._release_asks_on_timeout(app, real_too=hard)
+        released = self._release_free_placeholders(
+            app, "releasing allocated placeholders on placeholder timeout"
+        )
+        if hard:
+            for rep in app.replacing.values():
+                rep.cancelled = True
+        self._gang_release_hold(app)
+        self._gang_timeout_event(app, released, asks)
+        self.transition(
+            app, AppEvent.FAIL if hard else AppEvent.RESUME, "ResourceReservationTimeout"
+        )
+        self._after_placeholders(app)
+        self._maybe_complete(app)
+
+    def _gang_timeout_event(self, app: Application, released: int, asks: int) -> None:
+        self._event(
+            si.EventRecordType.APP,
+            app.application_id,
+            "PlaceholderTimeout",
+            f"placeholder timeout of application {app.application_id}: {released} "
+            f"placeholders and {asks} asks released",
+            group=app.queue_name,
+        )
 
     # ============================================================================ state
     def transition(self, app: Application, event: AppEvent, message: str = "") -> None:
@@ -968,6 +1378,8 @@ class Partition:
         new = app.fire(event, self.clock())
         if new is old:
             return
+        if old is AppState.COMPLETING:
+            app.cleanup_started = False
         was_running, is_running = old in _RUNNING_STATES, new in _RUNNING_STATES
         if was_running != is_running and app.queue is not None:
             app.queue.count_running(1 if is_running else -1)
@@ -1014,27 +1426,43 @@ class Partition:
             self._unreserve(reservation)
         for key in list(app.asks):
             self._remove_ask(app, key)
+        self._gang_release_hold(app)
+        self.timers.cancel(f"gang:{app.application_id}")
+        for uuid in list(app.replacing):
+            self.timers.cancel(f"handshake:{uuid}")
         queue = app.queue
         if queue is not None:
             queue.remove_application(app)
-            if queue.dynamic and queue.is_empty():
-                self.timers.set(
-                    f"queue:{queue.path}",
-                    self.timeouts.dynamic_queue,
-                    QueueTimer(path=queue.path),
-                    to=f"queue:{queue.path}",
-                )
-            elif queue.status is QueueStatus.DRAINING:
-                self._remove_queue_if_empty(queue)
+            self._queue_emptied(queue)
         if self.applications.get(app.application_id) is app:
             del self.applications[app.application_id]
         self.terminated[app.application_id] = app
+
+    def _queue_emptied(self, queue: Queue) -> None:
+        """An application left ``queue``: a dynamic queue goes after a while, if empty."""
+        if queue.dynamic and queue.is_empty():
+            self.timers.set(
+                f"queue:{queue.path}",
+                self.timeouts.dynamic_queue,
+                QueueTimer(path=queue.path),
+                to=f"queue:{queue.path}",
+            )
+        elif queue.status is QueueStatus.DRAINING:
+            self._remove_queue_if_empty(queue)
 
     def on_app_timer(self, msg: AppTimer) -> None:
         app = self.applications.get(msg.application_id) or self.terminated.get(msg.application_id)
         if app is None or str(app.state) != msg.state:
             return
         event = AppEvent(msg.event)
+        if app.state is AppState.COMPLETING and app.placeholder_count:
+            # Leftover placeholders go first; Completed follows once the RM confirms.
+            app.cleanup_started = True
+            released = self._release_free_placeholders(
+                app, "releasing placeholders on app complete"
+            )
+            self._gang_timeout_event(app, released, 0)
+            return
         if app.can_fire(event):
             self.transition(app, event)
 
@@ -1084,6 +1512,26 @@ def _qualify(path: str) -> str:
     if path == "root" or path.startswith("root."):
         return path
     return f"root.{path}" if path else "root"
+
+
+def _gang_problem(app: Application, queue: Queue) -> str:
+    """Why a gang application can never run in ``queue`` (empty if it can)."""
+    ask = app.placeholder_ask
+    if not ask:
+        return ""
+    if queue.sort_policy == "fair":
+        return f"queue {queue.path} sorts applications fair; a gang application needs a fifo queue"
+    for q in queue.limited_chain:
+        if not fits_under_max(ask, {}, q.max_resources):
+            return (
+                f"placeholder ask {_show(ask)} is larger than the max {_show(q.max_resources)} "
+                f"of queue {q.path}"
+            )
+    return ""
+
+
+def _show(res: Res) -> str:
+    return "{" + ", ".join(f"{name}: {v}" for name, v in sorted(res.items())) + "}"
 
 
 def _acl_allows(queue: Queue, user: str, groups: list[str]) -> bool:

@@ -59,6 +59,9 @@ class Queue:
         self.pending_children: dict[str, Queue] = {}
         self.allocated: Res = {}
         self.pending: Res = {}
+        # What gang applications that started placing placeholders below this queue have
+        # yet to place: a new gang starts only if its total fits beside it.
+        self.gang_reserved: Res = {}
         # The key this queue sorts by among its siblings, recomputed only after a change.
         self.order_key: tuple[list[float], list[int], str] | None = None
         # Self first, root last: the chain a usage change or a quota check walks.

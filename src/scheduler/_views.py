@@ -147,21 +147,16 @@ def application_info(app: Application) -> dict[str, Any]:
 
 
 def placeholder_data(app: Application) -> list[dict[str, Any]]:
-    groups: dict[str, dict[str, Any]] = {}
-    for ask in app.asks.values():
-        if ask.placeholder and ask.task_group_name:
-            entry = groups.setdefault(
-                ask.task_group_name,
-                {
-                    "taskGroupName": ask.task_group_name,
-                    "count": 0,
-                    "minResource": dict(ask.resource),
-                    "replaced": 0,
-                    "timedout": 0,
-                },
-            )
-            entry["count"] += ask.max_allocations
-    return list(groups.values())
+    return [
+        {
+            "taskGroupName": group.name,
+            "count": group.count,
+            "minResource": dict(group.min_resource),
+            "replaced": group.replaced,
+            "timedout": group.timedout,
+        }
+        for group in app.task_groups.values()
+    ]
 
 
 def node_info(node: Node) -> dict[str, Any]:

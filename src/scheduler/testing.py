@@ -39,6 +39,10 @@ class RecordingCallback(ResourceManagerCallback):
         return [a for r in self.allocation_responses for a in r.released]
 
     @property
+    def released_asks(self) -> list[si.AllocationAskRelease]:
+        return [a for r in self.allocation_responses for a in r.released_asks]
+
+    @property
     def rejected_asks(self) -> list[si.RejectedAllocationAsk]:
         return [a for r in self.allocation_responses for a in r.rejected]
 
