@@ -1243,6 +1243,7 @@ class Partition:
             delta = app.give_back_pending(rep.ask)
             if delta and app.queue is not None:
                 app.queue.add_pending(delta)
+                self._wake()
         group = app.task_groups.get(alloc.task_group_name)
         if group is not None and alloc.release_pending is not si.TerminationType.TIMEOUT:
             group.timedout += 1  # a TIMEOUT release was counted when it was sent
@@ -1257,6 +1258,8 @@ class Partition:
             self.timers.cancel(f"gang:{app.application_id}")
         if app.state is AppState.RESUMING:
             self.transition(app, AppEvent.RUN, "placeholders released: scheduling normally")
+            if app.allocations:  # a replacement completed while it resumed
+                self.transition(app, AppEvent.RUN)
         elif app.state is AppState.COMPLETING and app.cleanup_started:
             self.transition(app, AppEvent.COMPLETE, "placeholders released")
 
