@@ -57,7 +57,8 @@ def _cell(value: Any) -> str:
 
 
 async def run_demo(*, nodes: int, tasks: int, out: Any) -> None:
-    """Nodes, two applications in two dynamic queues, allocations, a release, completion."""
+    """Nodes, a gang and a plain application in two dynamic queues: the gang's placeholders,
+    their replacement by real tasks through the release handshake, a release, completion."""
     clock = ManualClock()
     rm = RecordingCallback()
     async with start_scheduler(clock=clock) as core:
@@ -82,11 +83,17 @@ async def run_demo(*, nodes: int, tasks: int, out: Any) -> None:
                 rm_id=RM,
                 new=[
                     si.AddApplicationRequest(
-                        application_id=app,
-                        queue_name=queue,
+                        application_id="spark-etl",
+                        queue_name="root.batch",
                         ugi=si.UserGroupInformation(user="demo"),
-                    )
-                    for app, queue in (("spark-etl", "root.batch"), ("web-api", "root.service"))
+                        placeholder_ask=si.Resource.of(memory=1_000 * tasks, vcore=500 * tasks),
+                        gang_scheduling_style="Soft",
+                    ),
+                    si.AddApplicationRequest(
+                        application_id="web-api",
+                        queue_name="root.service",
+                        ugi=si.UserGroupInformation(user="demo"),
+                    ),
                 ],
             )
         )
@@ -94,20 +101,32 @@ async def run_demo(*, nodes: int, tasks: int, out: Any) -> None:
             si.AllocationRequest(
                 rm_id=RM,
                 asks=[
-                    si.AllocationAsk(
-                        allocation_key=f"{app}-task-{i}",
-                        application_id=app,
-                        resource_ask=si.Resource.of(memory=1_000, vcore=500),
-                        max_allocations=1,
-                    )
-                    for app in ("spark-etl", "web-api")
-                    for i in range(tasks)
+                    *_asks("spark-etl", "placeholder", tasks, placeholder=True),
+                    *_asks("web-api", "task", tasks, placeholder=False),
                 ],
             )
         )
         await core.settle()
-        out.write(await _report(core, rm, "after scheduling"))
-        done = [a for a in rm.allocations if a.application_id == "spark-etl"]
+        out.write(await _report(core, rm, "after placing the gang's placeholders"))
+        await core.update_allocation(
+            si.AllocationRequest(
+                rm_id=RM, asks=_asks("spark-etl", "task", tasks, placeholder=False)
+            )
+        )
+        await core.settle()
+        # The core released each placeholder for a real task; the RM confirms.
+        replaced = [
+            r for r in rm.released if r.termination_type == si.TerminationType.PLACEHOLDER_REPLACED
+        ]
+        await core.update_allocation(
+            si.AllocationRequest(
+                rm_id=RM,
+                releases=si.AllocationReleasesRequest(allocations_to_release=replaced),
+            )
+        )
+        await core.settle()
+        out.write(await _report(core, rm, "after the real tasks replaced the placeholders"))
+        done = [a for a in rm.allocations if a.application_id == "spark-etl" and not a.placeholder]
         await core.update_allocation(
             si.AllocationRequest(
                 rm_id=RM,
@@ -128,9 +147,24 @@ async def run_demo(*, nodes: int, tasks: int, out: Any) -> None:
         out.write(await _report(core, rm, "after spark-etl finished (31 s later)"))
 
 
+def _asks(app: str, kind: str, n: int, *, placeholder: bool) -> list[si.AllocationAsk]:
+    group = "executors" if app == "spark-etl" else ""
+    return [
+        si.AllocationAsk(
+            allocation_key=f"{app}-{kind}-{i}",
+            application_id=app,
+            resource_ask=si.Resource.of(memory=1_000, vcore=500),
+            max_allocations=1,
+            task_group_name=group,
+            placeholder=placeholder,
+        )
+        for i in range(n)
+    ]
+
+
 async def _report(core: Core, rm: RecordingCallback, moment: str) -> str:
     dump = await core.state_dump()
-    node_rows, app_rows, alloc_rows, queue_rows = [], [], [], []
+    node_rows, app_rows, alloc_rows, queue_rows, gang_rows = [], [], [], [], []
     for part in dump["partitions"]:
         for n in part["nodes"]:
             node_rows.append(
@@ -148,8 +182,18 @@ async def _report(core: Core, rm: RecordingCallback, moment: str) -> str:
                 )
             )
             alloc_rows += [
-                (al["allocationKey"], al["applicationId"], al["nodeId"], al["resource"])
+                (
+                    al["allocationKey"],
+                    al["applicationId"],
+                    al["nodeId"],
+                    al["resource"],
+                    "yes" if al["placeholder"] else "",
+                )
                 for al in a["allocations"]
+            ]
+            gang_rows += [
+                (a["applicationID"], g["taskGroupName"], g["count"], g["replaced"], g["timedout"])
+                for g in a["placeholderData"]
             ]
         stack = [part["queues"]]
         while stack:
@@ -179,7 +223,16 @@ async def _report(core: Core, rm: RecordingCallback, moment: str) -> str:
                     ("application", "queue", "state", "used", "pending", "allocations"),
                     app_rows,
                 ),
-                table("Allocations", ("ask", "application", "node", "resource"), alloc_rows),
+                table(
+                    "Allocations",
+                    ("ask", "application", "node", "resource", "placeholder"),
+                    alloc_rows,
+                ),
+                table(
+                    "Placeholders",
+                    ("application", "task group", "count", "replaced", "timed out"),
+                    gang_rows,
+                ),
                 table("Queues", ("queue", "status", "max", "allocated", "pending"), queue_rows),
                 table(
                     "Application states reported to the RM",

@@ -19,8 +19,9 @@ def test_table_aligns_columns_and_says_none() -> None:
 def test_demo_prints_nodes_apps_allocations_and_queues(capsys) -> None:  # type: ignore[no-untyped-def]
     assert main(["demo", "--nodes", "2", "--tasks", "2"]) == 0
     out = capsys.readouterr().out
-    for title in ("Nodes", "Applications", "Allocations", "Queues"):
+    for title in ("Nodes", "Applications", "Allocations", "Placeholders", "Queues"):
         assert title in out
+    assert "spark-etl    executors   2      2         0" in out  # both placeholders replaced
     assert "spark-etl    Accepted -> Starting -> Running -> Completing -> Completed" in out
     assert out.count("node-1") >= 2
 

@@ -11,7 +11,9 @@ from typing import Any
 
 import pytest
 
+import scheduler
 from scheduler import si
+from scheduler.testing import ManualClock, RecordingCallback
 
 from .conftest import Driver, app, ask, node
 
@@ -402,3 +404,34 @@ async def test_confirmation_for_something_else_is_harmless(driver: Driver) -> No
     assert [a for a in d.allocs("gang") if not a.placeholder] == []
     assert (await d.core.get_node("default", "n1"))["allocated"] == {"memory": 10, "vcore": 1}
     assert plain.node_id == "n1"
+
+
+class Checking(RecordingCallback):
+    """An RM that checks predicates (allowing every node) and records what it was asked."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.asked: list[str] = []
+
+    async def predicates(self, args: si.PredicatesArgs) -> bool:
+        self.asked.append(args.allocation_key)
+        return True
+
+
+async def test_replacement_with_an_rm_that_checks_predicates(
+    core: scheduler.Core, clock: ManualClock
+) -> None:
+    rm = Checking()
+    d = Driver(core, clock)
+    d.rm = rm
+    await d.register()
+    await d.nodes(node("n1"))
+    phs = await placed_gang(d, members=2)
+    assert sorted(rm.asked) == ["gang-ph-0", "gang-ph-1"]
+    await d.asks(*reals("gang", 2))
+    await d.settle()
+    await confirm(d, released(d, REPLACED))
+    await d.settle()
+    real = [a for a in d.allocs("gang") if not a.placeholder]
+    assert sorted(a.node_id for a in real) == sorted(p.node_id for p in phs)
+    assert sorted(rm.asked) == ["gang-ph-0", "gang-ph-1"]  # the handshake is the RM's say
