@@ -228,6 +228,7 @@ class Application:
         self.placeholder_allocated: Res = {}
         self.placeholders_wanted = 0  # pending placeholder allocations of its asks
         self.replacing: dict[str, Replacement] = {}  # by placeholder uuid
+        self.handshake_due: float | None = None  # when the handshake timer fires
         self.had_real = False  # a real (non-placeholder) allocation was ever made
         # Part of ``placeholder_ask`` still held against the queue quota while placing.
         self.gang_held: Res = {}

@@ -231,7 +231,7 @@ class PartitionActor(Actor):
         self._flush()
 
     def _flush(self) -> None:
-        if self.partition.outbox.entries:
+        if self.partition.outbox:
             for kind, payload in self.partition.outbox.flush():
                 self._callback.tell(Outbound(kind=kind, payload=payload))
 

@@ -143,14 +143,13 @@ class AppTimer(Event, frozen=True, kw_only=True):
 class GangTimer(Event, frozen=True, kw_only=True):
     """A gang timer of one application (``submit_seq`` tells a resubmitted id apart).
 
-    ``kind`` is ``placeholder`` (the placeholder timeout ran out) or ``handshake`` (the RM
-    has not confirmed the release of placeholder ``uuid`` within the bound).
+    ``kind`` is ``placeholder`` (the placeholder timeout ran out) or ``handshake`` (time to
+    look for placeholder releases the RM has not confirmed within the bound).
     """
 
     application_id: str
     submit_seq: int
     kind: str
-    uuid: str = ""
 
 
 class ReservationDue(Event, frozen=True, kw_only=True):

@@ -156,6 +156,11 @@ class Node:
             else:
                 available.pop(name, None)
 
+    def swap_allocation(self, uuid: str, alloc: Allocation) -> None:
+        """Put ``alloc`` in the place of allocation ``uuid`` of the same resource."""
+        del self.allocations[uuid]
+        self.allocations[alloc.uuid] = alloc
+
     def remove_allocation(self, uuid: str) -> Allocation | None:
         alloc = self.allocations.pop(uuid, None)
         if alloc is not None:

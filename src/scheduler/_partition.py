@@ -72,26 +72,35 @@ _RESPONSE_OF = {
     "app_updated": "application",
     "node_accepted": "node",
     "node_rejected": "node",
-    "event": "event",
 }
 
 
 class Outbox:
-    """Outcomes for the RM in the order they happened, merged into responses on flush."""
+    """Outcomes for the RM in the order they happened, merged into responses on flush.
 
-    __slots__ = ("entries",)
+    Events (``si.EventRecord``) are a stream of their own: they are kept apart and go out
+    as one list after the responses of the same flush, so they never split a run of
+    allocations into many responses.
+    """
+
+    __slots__ = ("entries", "events")
 
     def __init__(self) -> None:
         self.entries: list[tuple[str, object]] = []
+        self.events: list[si.EventRecord] = []
 
     def add(self, field: str, item: object) -> None:
-        self.entries.append((field, item))
+        if field == "event":
+            self.events.append(item)  # type: ignore[arg-type]
+        else:
+            self.entries.append((field, item))
 
     def __len__(self) -> int:
-        return len(self.entries)
+        return len(self.entries) + len(self.events)
 
     def flush(self) -> list[tuple[str, object]]:
-        """Consecutive entries of one response kind become one response (kind, payload)."""
+        """Consecutive entries of one response kind become one response (kind, payload);
+        the events follow as one ``("event", [...])``."""
         out: list[tuple[str, object]] = []
         current_kind = ""
         fields: dict[str, list[object]] = {}
@@ -105,6 +114,9 @@ class Outbox:
         if fields:
             out.append((current_kind, _build(current_kind, fields)))
         self.entries = []
+        if self.events:
+            out.append(("event", self.events))
+            self.events = []
         return out
 
 
@@ -122,12 +134,10 @@ def _build(kind: str, f: dict[str, list[object]]) -> object:
             accepted=f.get("app_accepted", []),  # type: ignore[arg-type]
             updated=f.get("app_updated", []),  # type: ignore[arg-type]
         )
-    if kind == "node":
-        return si.NodeResponse(
-            rejected=f.get("node_rejected", []),  # type: ignore[arg-type]
-            accepted=f.get("node_accepted", []),  # type: ignore[arg-type]
-        )
-    return f["event"]
+    return si.NodeResponse(
+        rejected=f.get("node_rejected", []),  # type: ignore[arg-type]
+        accepted=f.get("node_accepted", []),  # type: ignore[arg-type]
+    )
 
 
 class Proposal(msgspec.Struct, gc=False):
@@ -560,7 +570,7 @@ class Partition:
     # ============================================================================= asks
     def update_asks(self, app: Application, asks: Iterable[Ask]) -> None:
         """Add or replace asks; the partition owns the ``Ask`` values from now on."""
-        if app.terminated or app.queue is None:
+        if app.terminated or app.queue is None or app.state is AppState.FAILING:
             for ask in asks:
                 self._reject_ask(ask, f"application {app.application_id} is {app.state}")
             return
@@ -1044,6 +1054,7 @@ class Partition:
         if held and app.queue is not None:
             for q in app.queue.chain:
                 sub_into(q.gang_reserved, held)
+            self._wake()  # a gang waiting for the quota may start now
         app.gang_held = {}
 
     def _placeholder_placed(self, app: Application, alloc: Allocation) -> None:
@@ -1057,7 +1068,7 @@ class Partition:
         queue = app.queue
         if not app.gang_started:
             app.gang_started = True
-            if app.placeholder_ask and queue is not None:
+            if app.placeholder_ask and queue is not None and queue.limited_chain:
                 app.gang_held = dict(app.placeholder_ask)
                 for q in queue.chain:
                     add_into(q.gang_reserved, app.gang_held)
@@ -1067,7 +1078,7 @@ class Partition:
             sub_into(held, taken)
             for q in queue.chain:
                 sub_into(q.gang_reserved, taken)
-        if not app.gang_timer and app.state in (AppState.NEW, AppState.ACCEPTED):
+        if not app.gang_timer:
             app.gang_timer = True
             ms = app.execution_timeout_ms
             self.timers.set(
@@ -1146,17 +1157,8 @@ class Partition:
             si.TerminationType.PLACEHOLDER_REPLACED,
             f"placeholder replaced by ask {ask.allocation_key}",
         )
-        self.timers.set(
-            f"handshake:{ph.uuid}",
-            self.timeouts.handshake,
-            GangTimer(
-                application_id=app.application_id,
-                submit_seq=app.submit_seq,
-                kind="handshake",
-                uuid=ph.uuid,
-            ),
-            to=f"app:{app.application_id}",
-        )
+        if app.handshake_due is None:
+            self._arm_handshake_timer(app, self.timeouts.handshake)
         if ask.pending:
             self._wake()
         return True
@@ -1170,7 +1172,6 @@ class Partition:
         """
         ph, ask = rep.placeholder, rep.ask
         del app.replacing[ph.uuid]
-        self.timers.cancel(f"handshake:{ph.uuid}")
         node = self.nodes.get(ph.node_id)
         queue = app.queue
         real: Allocation | None = None
@@ -1195,13 +1196,17 @@ class Partition:
                 self.clock(),
             )
         real_before = len(app.allocations) - app.placeholder_count
+        same = real is not None and real.resource == ph.resource
         if node is not None:
-            node.remove_allocation(ph.uuid)
-            if real is not None:
-                node.add_allocation(real)
-            self.index.update(node)
+            if real is not None and same:
+                node.swap_allocation(ph.uuid, real)  # same size: node totals stay
+            else:
+                node.remove_allocation(ph.uuid)
+                if real is not None:
+                    node.add_allocation(real)
+                self.index.update(node)
         app.remove_allocation(ph.uuid)
-        if queue is not None:
+        if queue is not None and not same:
             queue.remove_allocated(ph.resource)
         group = app.task_groups.get(ph.task_group_name)
         if real is None:
@@ -1212,7 +1217,7 @@ class Partition:
             self._wake()
             return
         app.add_allocation(real)
-        if queue is not None:
+        if queue is not None and not same:
             queue.add_allocated(real.resource)
         if group is not None:
             group.replaced += 1
@@ -1239,7 +1244,6 @@ class Partition:
         rep = app.replacing.pop(alloc.uuid, None) if app.replacing else None
         if rep is not None:
             # It was being replaced: the real ask wants an allocation again.
-            self.timers.cancel(f"handshake:{alloc.uuid}")
             delta = app.give_back_pending(rep.ask)
             if delta and app.queue is not None:
                 app.queue.add_pending(delta)
@@ -1311,24 +1315,47 @@ class Partition:
                 app.gang_timer = False
                 self._placeholder_timeout(app)
             return
-        rep = app.replacing.get(msg.uuid)
-        if rep is None or rep.overdue:
-            return
-        rep.overdue = True
-        self.log.warning(
-            "application {}: the RM has not confirmed the release of placeholder {} after {}s",
-            app.application_id,
-            msg.uuid,
-            self.timeouts.handshake,
-        )
-        self._event(
-            si.EventRecordType.REQUEST,
-            rep.ask.allocation_key,
-            "PlaceholderReleaseOverdue",
-            f"placeholder {msg.uuid} is still waiting for the RM to confirm its release "
-            f"after {self.timeouts.handshake:g}s; ask {rep.ask.allocation_key} takes its "
-            "place once it does",
-            group=app.application_id,
+        # The handshake bound: report every release that has waited too long, and wait
+        # for the next one that may.
+        app.handshake_due = None
+        bound = self.timeouts.handshake
+        now = self.clock()
+        next_due: float | None = None
+        for uuid, rep in app.replacing.items():
+            if rep.overdue:
+                continue
+            due = rep.started + bound
+            if due > now:
+                next_due = due if next_due is None else min(next_due, due)
+                continue
+            rep.overdue = True
+            self.log.warning(
+                "application {}: the RM has not confirmed the release of placeholder {} after {}s",
+                app.application_id,
+                uuid,
+                bound,
+            )
+            self._event(
+                si.EventRecordType.REQUEST,
+                rep.ask.allocation_key,
+                "PlaceholderReleaseOverdue",
+                f"placeholder {uuid} is still waiting for the RM to confirm its release "
+                f"after {bound:g}s; ask {rep.ask.allocation_key} takes its place once it does",
+                group=app.application_id,
+            )
+        if next_due is not None:
+            self._arm_handshake_timer(app, next_due - now)
+
+    def _arm_handshake_timer(self, app: Application, delay: float) -> None:
+        """One timer per application watches the bound of all its open handshakes."""
+        app.handshake_due = self.clock() + delay
+        self.timers.set(
+            f"handshake:{app.application_id}",
+            delay,
+            GangTimer(
+                application_id=app.application_id, submit_seq=app.submit_seq, kind="handshake"
+            ),
+            to=f"app:{app.application_id}",
         )
 
     def _placeholder_timeout(self, app: Application) -> None:
@@ -1431,8 +1458,7 @@ class Partition:
             self._remove_ask(app, key)
         self._gang_release_hold(app)
         self.timers.cancel(f"gang:{app.application_id}")
-        for uuid in list(app.replacing):
-            self.timers.cancel(f"handshake:{uuid}")
+        self.timers.cancel(f"handshake:{app.application_id}")
         queue = app.queue
         if queue is not None:
             queue.remove_application(app)
@@ -1473,8 +1499,7 @@ class Partition:
     def _event(
         self, kind: si.EventRecordType, object_id: str, reason: str, message: str, group: str = ""
     ) -> None:
-        self.outbox.add(
-            "event",
+        self.outbox.events.append(
             si.EventRecord(
                 type=kind,
                 object_id=object_id,

@@ -161,6 +161,8 @@ class Env:
         return [field for field, _ in self.p.outbox.entries]
 
     def items(self, field: str) -> list[Any]:
+        if field == "event":
+            return list(self.p.outbox.events)
         return [item for f, item in self.p.outbox.entries if f == field]
 
 
@@ -616,24 +618,27 @@ def test_outbox_flush_merges_consecutive_entries_and_keeps_order() -> None:
         ("allocation", si.AllocationResponse(new=[a1, a2], rejected=[rejected])),
         ("application", si.ApplicationResponse(updated=[updated], accepted=[accepted])),
         ("allocation", si.AllocationResponse(released=[released])),
-        ("event", [e1, e2]),
         ("node", si.NodeResponse(accepted=[node])),
+        ("event", [e1, e2]),
     ]
     assert len(box) == 0
     assert box.flush() == []
 
 
-def test_outbox_keeps_interleaved_kinds_apart() -> None:
+def test_outbox_keeps_interleaved_kinds_apart_and_events_after() -> None:
     box = Outbox()
     e1, e2 = _event("one"), _event("two")
-    a1 = _alloc_si("a1")
+    a1, a2 = _alloc_si("a1"), _alloc_si("a2")
+    updated = si.UpdatedApplication(application_id="app", state="Starting")
     box.add("event", e1)
     box.add("new", a1)
     box.add("event", e2)
+    box.add("new", a2)
+    box.add("app_updated", updated)
     assert box.flush() == [
-        ("event", [e1]),
-        ("allocation", si.AllocationResponse(new=[a1])),
-        ("event", [e2]),
+        ("allocation", si.AllocationResponse(new=[a1, a2])),  # events do not split them
+        ("application", si.ApplicationResponse(updated=[updated])),
+        ("event", [e1, e2]),
     ]
 
 
