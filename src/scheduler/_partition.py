@@ -593,6 +593,14 @@ class Partition:
         if delta:
             app.apply_pending(delta)
             app.queue.add_pending(delta)
+        if app.reservations and app.placeholders_wanted:
+            # Real asks of a task group wait for the placeholders: they hold no node meanwhile.
+            for reservation in list(app.reservations.values()):
+                held = reservation.ask
+                if held.task_group_name in app.task_groups and not (
+                    held.placeholder or held.no_replace
+                ):
+                    self._unreserve(reservation)
         if added:
             if app.state in (AppState.NEW, AppState.COMPLETING):
                 self.transition(app, AppEvent.RUN)
@@ -811,14 +819,12 @@ class Partition:
                 if skip and id(ask) in skip:
                     continue
                 if ask.task_group_name and app.task_groups and not ask.placeholder:
-                    group = app.task_groups.get(ask.task_group_name)
-                    if group is not None and not ask.no_replace:
-                        if app.placeholders_wanted:
-                            skip.add(id(ask))  # real asks wait until the gang is placed
-                            continue
-                        for placeholder in group.free.values():
-                            home = self.nodes[placeholder.node_id]
-                            return Proposal(app, ask, home, replace=placeholder)
+                    step = self._gang_step(app, ask)
+                    if step is True:
+                        skip.add(id(ask))  # real asks wait until the gang is placed
+                        continue
+                    if isinstance(step, Proposal):
+                        return step
                 res = ask.resource
                 if limited and not queue.headroom_fits(res):
                     skip.add(id(ask))
@@ -870,6 +876,12 @@ class Partition:
             queue = app.queue if app is not None else None
             if app is None or queue is None or app.state not in _SCHEDULABLE_STATES:
                 continue
+            if ask.task_group_name and app.task_groups and not ask.placeholder:
+                step = self._gang_step(app, ask)
+                if step is True:
+                    continue
+                if isinstance(step, Proposal):
+                    return step
             res = ask.resource
             if queue.limited_chain and not queue.headroom_fits(res):
                 continue
@@ -1037,6 +1049,19 @@ class Partition:
     # The flows of YuniKorn's gang scheduling design: placeholders are placed like normal
     # asks; a real ask of a task group takes the place of one of its placeholders through
     # a release handshake with the RM; placeholders that are not used time out.
+
+    def _gang_step(self, app: Application, ask: Ask) -> Proposal | bool:
+        """What a real ask of a task group does now: ``True`` it waits (placeholders are
+        still pending), a ``Proposal`` takes a free placeholder's place, ``False`` it is
+        scheduled as a normal ask (no placeholder of its group is left for it)."""
+        group = app.task_groups.get(ask.task_group_name)
+        if group is None or ask.no_replace:
+            return False
+        if app.placeholders_wanted:
+            return True
+        for placeholder in group.free.values():
+            return Proposal(app, ask, self.nodes[placeholder.node_id], replace=placeholder)
+        return False
 
     def _gang_fits(self, queue: Queue, app: Application) -> bool:
         """The whole placeholder total of ``app`` fits in the free quota of every limited
