@@ -396,6 +396,7 @@ class Partition:
             self._report_release(alloc, si.TerminationType.STOPPED_BY_RM, "node removed")
             if app is not None:
                 self._maybe_complete(app)
+            self._wake()  # the queues have quota back
         self._event(
             si.EventRecordType.NODE,
             node.node_id,
@@ -629,6 +630,8 @@ class Partition:
         delta = app.remove_ask(key)
         if delta and app.queue is not None:
             app.queue.add_pending(delta)
+        if app.gang_held and not app.placeholders_wanted:
+            self._gang_release_hold(app)  # nothing left to place: the hold goes
 
     # ====================================================================== allocations
     def release_allocations(self, app: Application, releases: Iterable[AllocationReleased]) -> None:
@@ -782,9 +785,17 @@ class Partition:
             proposal = self._propose_reserved(skip)
             if proposal is not None:
                 return proposal
-        if not self.index:
-            return None
+        if not self.index and not self._free_placeholders():
+            return None  # no free node; a replacement needs none, though
         return self._propose_in(self.root, skip, set() if no_node is None else no_node)
+
+    def _free_placeholders(self) -> bool:
+        return any(
+            group.free
+            for app in self.applications.values()
+            if app.task_groups
+            for group in app.task_groups.values()
+        )
 
     def _propose_in(
         self, queue: Queue, skip: set[int], no_node: set[tuple[tuple[str, int], ...]]
@@ -1392,6 +1403,7 @@ class Partition:
         """
         state = app.state
         if state in (AppState.STARTING, AppState.RUNNING, AppState.COMPLETING):
+            self._gang_release_hold(app)
             asks = self._release_asks_on_timeout(app, real_too=False)
             released = self._release_free_placeholders(
                 app, "releasing allocated placeholders on placeholder timeout"
