@@ -627,11 +627,14 @@ class Partition:
         ask = app.asks.get(key)
         if ask is not None and app.reservations:
             self._unreserve_ask(app, ask)
+        placing = app.placeholders_wanted
         delta = app.remove_ask(key)
         if delta and app.queue is not None:
             app.queue.add_pending(delta)
-        if app.gang_held and not app.placeholders_wanted:
-            self._gang_release_hold(app)  # nothing left to place: the hold goes
+        if placing and not app.placeholders_wanted:
+            self._wake()  # real asks that waited for the placeholders may go now
+            if app.gang_held:
+                self._gang_release_hold(app)  # nothing left to place: the hold goes
 
     # ====================================================================== allocations
     def release_allocations(self, app: Application, releases: Iterable[AllocationReleased]) -> None:
