@@ -87,13 +87,13 @@ def _resource(res: object, what: str, key: str = "") -> dict[str, int]:
     if res is None:
         return {}
     if type(res) is not _Resource:
-        what = what.format(key)
+        what = what.replace("{}", key, 1)  # not format(): ids are the RM's text, braces too
         raise _Bad(f"{what} must be an si.Resource, got {type(res).__name__}")
     out: dict[str, int] = {}
     for name, q in res.resources.items():
         value = q.value if type(q) is _Quantity else None
         if type(value) is not int or value < 0:
-            what = what.format(key)
+            what = what.replace("{}", key, 1)
         if type(value) is not int:
             raise _Bad(f"{what}: quantity of {name!r} must be an integer, got {value!r}")
         if value < 0:

@@ -607,3 +607,17 @@ def test_a_node_with_a_malformed_field_is_rejected_not_a_crash(env: Env) -> None
     assert out.payload.rejected[0].node_id == "n1"
     assert "malformed" in out.payload.rejected[0].reason
     assert env.default.told == []
+
+
+@pytest.mark.parametrize("node_id", ["{", "}", "{0}", "n{}"])
+def test_braces_in_an_id_do_not_break_the_rejection(env: Env, node_id: str) -> None:
+    bad = si.NodeInfo(
+        node_id=node_id,
+        action=si.ActionFromRM.CREATE,
+        occupied_resource=False,  # type: ignore[arg-type]
+    )
+    env.proxy.update_node(si.NodeRequest(rm_id=RM, nodes=[bad]))
+    [out] = env.outbound()
+    (rejected,) = out.payload.rejected
+    assert rejected.node_id == node_id and "must be an si.Resource" in rejected.reason
+    assert env.default.told == []
