@@ -12,24 +12,39 @@ yet released, and the core-initiated releases it has not confirmed. After every 
 (once ``settle()`` returned) the core's ``state_dump()`` must agree with it, and:
 
 1. ``placeholderData``: ``count >= replaced + timedout``, all ``>= 0``; ``count`` is the
-   number of placeholder asks the application took; ``replaced`` is the number of
+   number of placeholder asks the application took, and each is pending, dropped by the
+   RM, allocated, replaced or timed out; ``replaced`` is the number of
    ``PlaceholderReplaced`` events;
 2. accounting: node ``allocated`` = sum of its allocations, ``available`` = capacity -
    allocated - occupied; application used/pending = sum of its allocations/requests;
    leaf queue = sum of its applications, parent = sum of its children, root = sum of all
    applications; nothing negative; ``runningApps`` counts Starting and Running;
 3. each allocation uuid is on exactly one node and in exactly one live application, those
-   are exactly the ones the RM holds, and no uuid reaches the RM twice in ``new``;
+   are exactly the ones the RM holds (with the release it has not confirmed as
+   ``releasePending``), no uuid reaches the RM twice in ``new``, and no ask (each has
+   ``max_allocations`` 1) is allocated twice; every ask sent is allocated, pending, in a
+   handshake, or gone (rejected or released);
 4. a real allocation made by a replacement reaches the RM only after the RM confirmed the
-   ``PLACEHOLDER_REPLACED`` release of that placeholder, and is on the placeholder's node;
-5. application states are YuniKorn's names and match what the RM was told last; a
-   terminated application holds nothing and is in no queue; no API call raises, no actor
-   fails, and the core logs no ERROR.
+   ``PLACEHOLDER_REPLACED`` release of that placeholder, and is on the placeholder's node,
+   for the ask named in the release; a handshake unconfirmed for 60 s is reported
+   (``PlaceholderReleaseOverdue``);
+5. application states are YuniKorn's names, change along YuniKorn's edges and match what
+   the RM was told last; Starting and Completing end on time; a terminated application
+   holds nothing and is in no queue; no API call raises, no actor fails, and the core
+   logs no ERROR;
+6. gang order and progress: a real ask that fits a placeholder is not allocated past a
+   pending or free placeholder of its application, nor left pending beside a free one; a
+   pending ask with room on a free node and under its queues' max is not left waiting;
+   a gang that placed nothing waits for quota only when its total does not fit beside
+   what is allocated and what started gangs may still hold.
 
 At the end (liveness) the RM releases all asks, confirms every core release and releases
 every allocation, and the clock moves an hour, twice: every application that asked for
 anything is Completed, Failed or Rejected, nothing is allocated anywhere, and a fresh gang
 still fits in each limited queue (no quota is held by a gone gang).
+
+The ordinary tests at the end are the minimal examples of what the property found (all
+fixed since, in 6027a78, 9932ad5 and 2eaa5f2).
 """
 
 from __future__ import annotations
@@ -277,6 +292,8 @@ class AppModel:
     allocated: Counter[str] = field(default_factory=Counter)  # allocation key -> news
     gone: set[str] = field(default_factory=set)  # asks rejected or released (either side)
     ph_dropped: int = 0  # pending placeholder asks the RM released
+    state: str = ""  # the last state the RM was told ("" until the first update)
+    answered: str = ""  # "accepted" or "rejected"
 
     def release_ask(self, key: str) -> None:
         """The RM releases ask ``key``."""
@@ -284,15 +301,11 @@ class AppModel:
             self.ph_dropped += 1
         self.gone.add(key)
 
-    state: str = ""  # the last state the RM was told ("" until the first update)
-    answered: str = ""  # "accepted" or "rejected"
-
 
 class Rm:
     """What the RM knows, kept up to date from the callback after every step."""
 
     def __init__(self) -> None:
-        self.gen = 0
         self.next_app = 0
         self.next_node = 0
         self.nodes: list[str] = []
@@ -311,7 +324,7 @@ class Rm:
         self.replacing_since: dict[str, tuple[float, float]] = {}
         self.absorbed_at = 0.0  # the clock when the responses were last taken in
         self.overdue: set[str] = set()  # placeholder uuids reported overdue
-        self.step_reals: list[si.Allocation] = []  # real allocations of the last step
+        self.step_reals: list[si.Allocation] = []  # real allocations since the last check
         self.replacements: set[str] = set()  # real allocations made by a replacement
         self.replaced_events: Counter[str] = Counter()
         self.seen = (0, 0, 0, 0)  # responses of the current callback already processed
@@ -545,8 +558,9 @@ def check_asks(rm: Rm, app_id: str, a: dict[str, Any]) -> None:
             )
     check(set(pending) <= set(model.keys), f"{app_id}: unknown pending asks {pending}")
     # Real asks wait while a placeholder is pending, and take a free placeholder that
-    # fits them: a real allocation of this step that fits a placeholder and did not
-    # come from a replacement must not have had a pending or free placeholder beside it.
+    # fits them: a real allocation since the last check (one operation) that fits a
+    # placeholder and did not come from a replacement had no pending or free placeholder
+    # beside it (none can have come since, in the same operation).
     normal = [
         x
         for x in rm.step_reals
@@ -740,6 +754,7 @@ async def check_state(d: Driver, rm: Rm, errors: list[str]) -> dict[str, Any]:
         check(x["releasePending"] == want, f"{uuid}: releasePending {x['releasePending']!r}")
     check_gang_quota(rm, part)
     check_nothing_left_waiting(rm, part)
+    rm.step_reals = []
     return dump
 
 
@@ -953,7 +968,6 @@ async def step(d: Driver, rm: Rm, op: Op) -> str:
             absorb(d, rm)
             rm.old_rms.append((d.rm, rm.seen))
             rm.confirmed += rm.outstanding.values()  # the RM may still confirm them
-            rm.gen += 1
             rm.nodes, rm.apps, rm.live, rm.outstanding, rm.replacing = [], {}, {}, {}, {}
             rm.seen = (0, 0, 0, 0)
             d.rm = RecordingCallback()
@@ -981,7 +995,6 @@ async def run(op_list: list[Op]) -> None:
             rm = Rm()
             await d.register(CONFIG)
             for n, op in enumerate(op_list):
-                rm.step_reals = []
                 note(f"{n:2}. {await step(d, rm, op)}")
                 await settle(d)
                 absorb(d, rm)
