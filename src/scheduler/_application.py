@@ -228,7 +228,7 @@ class Application:
         self.placeholder_allocated: Res = {}
         self.placeholders_wanted = 0  # pending placeholder allocations of its asks
         self.replacing: dict[str, Replacement] = {}  # by placeholder uuid
-        self.handshake_due: float | None = None  # when the handshake timer fires
+        self.handshake_timer = False  # the timer bounding its open handshakes is armed
         self.had_real = False  # a real (non-placeholder) allocation was ever made
         # Part of ``placeholder_ask`` still held against the queue quota while placing.
         self.gang_held: Res = {}
@@ -267,23 +267,17 @@ class Application:
             return False
         return len(self.allocations) == self.placeholder_count
 
-    @property
-    def placing_placeholders(self) -> bool:
-        """A gang application still placing: its real asks wait until this is over."""
-        return self.placeholders_wanted > 0
-
     def placeholders_placed(self) -> bool:
         """The allocated placeholders add up to ``placeholder_ask`` (or none are pending)."""
         if self.placeholder_ask:
             return fits(self.placeholder_ask, self.placeholder_allocated)
         return self.placeholders_wanted == 0
 
-    def task_group(self, ask: Ask) -> TaskGroup:
-        group = self.task_groups.get(ask.task_group_name)
+    def task_group(self, name: str, min_resource: Res) -> TaskGroup:
+        """The task group ``name``, made on first sight (by an ask or a recovery)."""
+        group = self.task_groups.get(name)
         if group is None:
-            group = self.task_groups[ask.task_group_name] = TaskGroup(
-                ask.task_group_name, ask.resource
-            )
+            group = self.task_groups[name] = TaskGroup(name, min_resource)
         return group
 
     # -- asks ----------------------------------------------------------------------------
@@ -304,7 +298,7 @@ class Application:
         self.asks[ask.allocation_key] = ask
         if ask.placeholder:
             self.placeholders_wanted += ask.pending
-            group = self.task_group(ask)
+            group = self.task_group(ask.task_group_name, ask.resource)
             before = old.max_allocations if old is not None and old.placeholder else 0
             group.count += max(0, ask.max_allocations - before)
         if ask.pending > 0:

@@ -90,10 +90,8 @@ class Outbox:
         self.events: list[si.EventRecord] = []
 
     def add(self, field: str, item: object) -> None:
-        if field == "event":
-            self.events.append(item)  # type: ignore[arg-type]
-        else:
-            self.entries.append((field, item))
+        """A response field (``new``, ``app_updated``, ...); events go to ``events``."""
+        self.entries.append((field, item))
 
     def __len__(self) -> int:
         return len(self.entries) + len(self.events)
@@ -352,11 +350,8 @@ class Partition:
         if app.state is AppState.NEW:
             self.transition(app, AppEvent.RUN)
         if alloc.placeholder:
-            if alloc.task_group_name not in app.task_groups:
-                app.task_groups[alloc.task_group_name] = TaskGroup(
-                    alloc.task_group_name, alloc.resource
-                )
-            app.task_groups[alloc.task_group_name].count += 1  # it has no ask to count it
+            # It has no ask to count it.
+            app.task_group(alloc.task_group_name, alloc.resource).count += 1
             self._placeholder_placed(app, alloc)
         else:
             self.transition(app, AppEvent.RUN)
@@ -667,7 +662,7 @@ class Partition:
         if node is not None:
             node.remove_allocation(alloc.uuid)
             self.index.update(node)
-        self._drop_allocation(app, alloc, termination)
+        self._drop_allocation(app, alloc)
         if alloc.release_pending != termination:  # not the RM confirming our own release
             self._report_release(alloc, termination, message)
         self._wake()
@@ -687,18 +682,13 @@ class Partition:
             ),
         )
 
-    def _drop_allocation(
-        self,
-        app: Application,
-        alloc: Allocation,
-        termination: si.TerminationType = si.TerminationType.STOPPED_BY_RM,
-    ) -> None:
+    def _drop_allocation(self, app: Application, alloc: Allocation) -> None:
         if app.remove_allocation(alloc.uuid) is None:
             return
         if app.queue is not None:
             app.queue.remove_allocated(alloc.resource)
         if alloc.placeholder:
-            self._placeholder_dropped(app, alloc, termination)
+            self._placeholder_dropped(app, alloc)
 
     def _maybe_complete(self, app: Application) -> None:
         if app.is_idle and app.state in _COMPLETABLE_STATES:
@@ -1098,12 +1088,7 @@ class Partition:
 
     def _placeholder_placed(self, app: Application, alloc: Allocation) -> None:
         """A placeholder was allocated (or recovered): track it and move the gang on."""
-        group = app.task_groups.get(alloc.task_group_name)
-        if group is None:  # recovered without an ask
-            group = app.task_groups[alloc.task_group_name] = TaskGroup(
-                alloc.task_group_name, alloc.resource
-            )
-        group.free[alloc.uuid] = alloc
+        app.task_group(alloc.task_group_name, alloc.resource).free[alloc.uuid] = alloc
         queue = app.queue
         if not app.gang_started:
             app.gang_started = True
@@ -1169,11 +1154,7 @@ class Partition:
         del group.free[ph.uuid]
         if not fits(ask.resource, ph.resource):
             ask.no_replace = True
-            ph.release_pending = si.TerminationType.TIMEOUT
-            group.timedout += 1
-            self._report_release(
-                ph, si.TerminationType.TIMEOUT, "cancel placeholder: resource incompatible"
-            )
+            self._time_out_placeholder(group, ph, "cancel placeholder: resource incompatible")
             self._event(
                 si.EventRecordType.REQUEST,
                 ask.allocation_key,
@@ -1196,7 +1177,7 @@ class Partition:
             si.TerminationType.PLACEHOLDER_REPLACED,
             f"placeholder replaced by ask {ask.allocation_key}",
         )
-        if app.handshake_due is None:
+        if not app.handshake_timer:
             self._arm_handshake_timer(app, self.timeouts.handshake)
         if ask.pending:
             self._wake()
@@ -1276,9 +1257,7 @@ class Partition:
         self._after_placeholders(app)
         self._wake()
 
-    def _placeholder_dropped(
-        self, app: Application, alloc: Allocation, termination: si.TerminationType
-    ) -> None:
+    def _placeholder_dropped(self, app: Application, alloc: Allocation) -> None:
         """A placeholder went without replacing anything (released, timed out, node gone)."""
         rep = app.replacing.pop(alloc.uuid, None) if app.replacing else None
         if rep is not None:
@@ -1311,12 +1290,16 @@ class Partition:
         released = 0
         for group in app.task_groups.values():
             for ph in group.free.values():
-                ph.release_pending = si.TerminationType.TIMEOUT
-                group.timedout += 1
-                self._report_release(ph, si.TerminationType.TIMEOUT, message)
+                self._time_out_placeholder(group, ph, message)
                 released += 1
             group.free.clear()
         return released
+
+    def _time_out_placeholder(self, group: TaskGroup, ph: Allocation, message: str) -> None:
+        """Release placeholder ``ph`` with ``TIMEOUT``; it counts as timed out now, once."""
+        ph.release_pending = si.TerminationType.TIMEOUT
+        group.timedout += 1
+        self._report_release(ph, si.TerminationType.TIMEOUT, message)
 
     def _release_asks_on_timeout(self, app: Application, real_too: bool) -> int:
         """Release pending placeholder asks (and real ones with ``real_too``), ``TIMEOUT``."""
@@ -1356,7 +1339,7 @@ class Partition:
             return
         # The handshake bound: report every release that has waited too long, and wait
         # for the next one that may.
-        app.handshake_due = None
+        app.handshake_timer = False
         bound = self.timeouts.handshake
         now = self.clock()
         next_due: float | None = None
@@ -1387,7 +1370,7 @@ class Partition:
 
     def _arm_handshake_timer(self, app: Application, delay: float) -> None:
         """One timer per application watches the bound of all its open handshakes."""
-        app.handshake_due = self.clock() + delay
+        app.handshake_timer = True
         self.timers.set(
             f"handshake:{app.application_id}",
             delay,
