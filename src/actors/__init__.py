@@ -8,9 +8,10 @@ from __future__ import annotations
 from ._actor import Actor, ActorRef, MailboxStats
 from ._clock import Clock, ManualClock, SystemClock
 from ._dispatcher import Dispatcher
-from ._errors import ActorDeadError, AskTimeoutError
+from ._errors import ActorDeadError, AskTimeoutError, DeadlineExceeded
 from ._system import ActorSystem
 from ._timers import TimerHandle
+from ._turns import Promise
 
 __all__ = [
     "Actor",
@@ -19,9 +20,11 @@ __all__ = [
     "ActorSystem",
     "AskTimeoutError",
     "Clock",
+    "DeadlineExceeded",
     "Dispatcher",
     "MailboxStats",
     "ManualClock",
+    "Promise",
     "SystemClock",
     "TimerHandle",
 ]

@@ -7,13 +7,14 @@ import enum
 import inspect
 from asyncio import Future
 from collections import deque
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Final, Literal
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal
 
 import msgspec
 from loguru import logger
 
 from ._errors import ActorDeadError, AskTimeoutError
+from ._turns import Frame, Promise, Sleep, driver
 
 if TYPE_CHECKING:
     from loguru import Logger
@@ -28,14 +29,26 @@ class Actor:
     """Subclass and override `receive`; everything else is optional.
 
     The runtime sets `actor_ref`, `actor_system` and `log` (a loguru logger bound with
-    `actor=<name>`) before `on_start` runs. Hooks and handlers may be plain functions or
-    coroutine functions; a coroutine is awaited inline by the actor's dispatcher, so nothing
-    else in the actor's group runs until it returns.
+    `actor=<name>`) before `on_start` runs.
+
+    `receive` may be a coroutine function. In a reentrant actor (the default) the runtime
+    steps the handler itself: when it awaits a `Promise`, an `ask`, `sleep` or
+    `promise.within(...)`, the handler is suspended and the actor's turn ends; the
+    dispatcher goes on with every other message (of this actor too), and the handler
+    continues as a later turn of this actor once what it awaited is ready. Anything else it
+    awaits is awaited inline: nothing else of the dispatcher runs meanwhile. With
+    ``reentrant = False`` a coroutine handler is awaited inline as a whole.
+
+    Hooks (`on_start`, `on_stop`, `on_drained`) and `receive_batch` may be coroutine
+    functions too; they are always awaited inline.
     """
 
     actor_ref: ActorRef
     actor_system: ActorSystem
     log: Logger
+    #: False: coroutine handlers run to completion before the next message (an actor that
+    #: calls foreign code whose awaits must not let its next message in).
+    reentrant: ClassVar[bool] = True
 
     def receive(self, message: object) -> object:
         """Handle one message; the return value is the reply to an `ask`."""
@@ -62,13 +75,39 @@ class Actor:
         """Called when every mailbox of the actor's dispatcher group is empty."""
         return None
 
+    # -- handlers that await ---------------------------------------------------------------
+    def promise(self) -> Promise[Any]:
+        """A new `Promise`: a handler awaits it, a later handler (of any actor) settles it."""
+        return Promise()
+
+    def sleep(self, seconds: float) -> Awaitable[None]:
+        """Awaitable in a handler: continue after ``seconds`` of the system's clock."""
+        return Sleep(seconds)
+
+    def run_handler(self, coro: Coroutine[Any, Any, Any]) -> None:
+        """Run ``coro`` as a handler of this actor, starting now, in the caller's turn.
+
+        It runs until it first awaits something not ready yet; from then on it goes on as
+        turns of this actor, like a handler that a message began. Its errors go through
+        supervision like any handler error. Call it from a handler or hook of this actor's
+        dispatcher (or while that dispatcher is idle), so that the first step shares a turn
+        with nothing else.
+
+        Raises:
+            ActorDeadError: This actor has stopped (``coro`` is closed).
+            RuntimeError: Called while another task holds this dispatcher's turn.
+        """
+        self.actor_ref._cell.start_frame(coro)
+
 
 class MailboxStats(msgspec.Struct, frozen=True):
     """A snapshot of one actor's mailbox and handler counters.
 
     `peak` is the largest queue length seen when the dispatcher picked up a batch (or now);
     `handler_time` is wall time in seconds spent in the actor's handlers and hooks;
-    `failures` counts handler and hook exceptions (tells, asks, hooks).
+    `failures` counts handler and hook exceptions (tells, asks, hooks);
+    `suspended` counts handlers waiting for something to be ready (a promise, an ask, a
+    deadline), and `resumed` the continuations run so far.
     """
 
     queued: int
@@ -76,17 +115,20 @@ class MailboxStats(msgspec.Struct, frozen=True):
     processed: int
     handler_time: float
     failures: int
+    suspended: int = 0
+    resumed: int = 0
 
 
 class _Ask(msgspec.Struct, gc=False):
-    """An ask waiting in a mailbox: the message and the future its reply goes to.
+    """An ask waiting in a mailbox: the message and where its reply goes.
 
-    A msgspec Struct because it is built in C: one is made per ask. Untracked by the
-    garbage collector: it never takes part in a reference cycle.
+    The reply goes to an asyncio future, or to a `Promise` when a handler asked. A msgspec
+    Struct because it is built in C: one is made per ask. Untracked by the garbage
+    collector: it never takes part in a reference cycle.
     """
 
     message: object
-    future: asyncio.Future[object]
+    future: asyncio.Future[object] | Promise[object]
     since: float | None = None  # coarse send time, for the default-timeout sweep
 
 
@@ -113,10 +155,12 @@ class Cell:
         "control",
         "dead",
         "dispatcher",
+        "driven",
         "dropped",
         "factory",
         "failures",
         "fast",
+        "frames",
         "handler_time",
         "has_drained",
         "is_async",
@@ -128,6 +172,8 @@ class Cell:
         "receive",
         "ref",
         "restart",
+        "resumed",
+        "resumes",
         "scheduled",
         "started",
         "system",
@@ -159,6 +205,10 @@ class Cell:
         self.handler_time = 0.0
         self.failures = 0
         self.dropped = 0
+        # Handlers that awaited: every started, unfinished frame, and those ready to go on.
+        self.frames: dict[Frame, None] = {}
+        self.resumes: deque[Frame] = deque()
+        self.resumed = 0
         self.log = logger.bind(actor=name)
         self.ref = ActorRef(self)
         self.bind(actor)
@@ -178,6 +228,20 @@ class Cell:
         self.batch_fn = actor.receive_batch if overrides_batch else None
         self.has_drained = cls.on_drained is not Actor.on_drained
         self.fast = not self.is_async and self.batch_fn is None
+        self.driven = self.is_async and cls.reentrant
+
+    def start_frame(self, coro: Coroutine[Any, Any, Any]) -> None:
+        if self.closed:
+            coro.close()
+            raise ActorDeadError(f"actor {self.name!r} is stopped")
+        dispatcher = self.dispatcher
+        if not dispatcher._idle and asyncio.current_task() is not dispatcher._task:
+            coro.close()
+            raise RuntimeError(
+                f"run_handler on {self.name!r} from outside its dispatcher's turn "
+                f"({dispatcher.name!r} is busy)"
+            )
+        dispatcher._start_frame(self, coro)
 
     def tell_slow(self, message: object) -> None:
         if self.closed:
@@ -218,6 +282,8 @@ class Cell:
             processed=self.processed,
             handler_time=self.handler_time,
             failures=self.failures,
+            suspended=len(self.frames) - len(self.resumes),
+            resumed=self.resumed,
         )
 
 
@@ -256,22 +322,30 @@ class ActorRef:
         Returns:
             The handler's return value.
 
+        From a handler of a reentrant actor the ask suspends the handler (its turn ends) until
+        the reply comes, so it may ask any actor, one of its own dispatcher or itself included.
+
         Raises:
             ActorDeadError: The actor is stopped, or stopped before handling the ask.
             AskTimeoutError: No reply within `timeout`.
-            RuntimeError: Asked from an async handler of the same dispatcher (a deadlock).
+            RuntimeError: Asked from code its own dispatcher awaits inline (a hook or a
+                non-reentrant handler): that would deadlock.
             Exception: Whatever the handler raised.
         """
         cell = self._cell
         if cell.closed:
             raise ActorDeadError(f"actor {self.name!r} is stopped")
         dispatcher = cell.dispatcher
-        if dispatcher._awaiting and asyncio.current_task() is dispatcher._task:
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[object] | Promise[object]
+        if driver.current is not None:
+            future = Promise()  # the asking handler parks on it: no deadlock, no task
+        elif dispatcher._awaiting and asyncio.current_task() is dispatcher._task:
             raise RuntimeError(
                 f"ask to {self.name!r} from its own dispatcher {dispatcher.name!r} would deadlock"
             )
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[object] = Future(loop=loop)
+        else:
+            future = Future(loop=loop)
         since: float | None = None
         if timeout is SYSTEM_DEFAULT:
             # The system's sweep guards default-timeout asks: no timer per ask.
@@ -329,6 +403,8 @@ class ActorRef:
         return f"<ActorRef {self.name} queued={queued} peak={max(cell.peak, queued)}{state}>"
 
 
-def expire(future: asyncio.Future[object], name: str, timeout: float | None) -> None:
+def expire(
+    future: asyncio.Future[object] | Promise[object], name: str, timeout: float | None
+) -> None:
     if not future.done():
         future.set_exception(AskTimeoutError(f"ask to {name!r} timed out after {timeout}s"))

@@ -317,6 +317,9 @@ class ActorSystem:
                 for message in cell.mailbox:
                     if type(message) is _Ask:
                         waiting |= _sweep_one(message, cell.name, oldest_allowed, timeout)
+            for frame in cell.frames:  # suspended handlers answering an ask
+                if frame.ask is not None:
+                    waiting |= _sweep_one(frame.ask, cell.name, oldest_allowed, timeout)
         for dispatcher in [*self._dispatchers.values(), *self._private]:
             in_hand = dispatcher._in_hand
             if in_hand is not None:
@@ -368,6 +371,7 @@ class ActorSystem:
             cell.ref._hot = False
             cell.dead = True
             cell.drop_mailbox()
+            cell.dispatcher._cancel_frames(cell)
         self._cells.clear()
         self.timers._cancel_all()
         if self._sweeper is not None:

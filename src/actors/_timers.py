@@ -6,6 +6,7 @@ import asyncio
 import heapq
 import itertools
 import math
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from loguru import logger
@@ -26,7 +27,7 @@ class TimerHandle:
 
     __slots__ = ("_cancelled", "_fired", "_timers", "due", "message", "to")
 
-    def __init__(self, timers: Timers, due: float, message: object, to: ActorRef) -> None:
+    def __init__(self, timers: Timers, due: float, message: object, to: ActorRef | None) -> None:
         self._timers = timers
         self.due = due
         self.message = message
@@ -53,10 +54,8 @@ class TimerHandle:
 
     def __repr__(self) -> str:
         state = "cancelled" if self._cancelled else "fired" if self._fired else "pending"
-        return (
-            f"<TimerHandle due={self.due!r} {type(self.message).__name__} "
-            f"to={self.to.name} {state}>"
-        )
+        to = self.to.name if self.to is not None else "runtime"
+        return f"<TimerHandle due={self.due!r} {type(self.message).__name__} to={to} {state}>"
 
 
 class Timers:
@@ -102,7 +101,14 @@ class Timers:
         Returns:
             A handle to cancel the timer.
         """
-        handle = TimerHandle(self, float(when), message, to)
+        return self._push(TimerHandle(self, float(when), message, to))
+
+    def call_after(self, delay: float, callback: Callable[[], None]) -> TimerHandle:
+        """Run ``callback`` once ``delay`` seconds of the clock have passed (the runtime's own
+        deadlines: a handler's `sleep` or `within`). It must not raise."""
+        return self._push(TimerHandle(self, self._clock.now() + delay, callback, None))
+
+    def _push(self, handle: TimerHandle) -> TimerHandle:
         heapq.heappush(self._heap, (handle.due, next(self._seq), handle))
         if self._wake is not None and (handle.due < self._sleep_until or self._is_due(handle)):
             self._wake_task()
@@ -138,10 +144,14 @@ class Timers:
                 self._cancelled -= 1
                 continue
             handle._fired = True
+            to = handle.to
+            if to is None:
+                handle.message()  # type: ignore[operator]
+                continue
             try:
-                handle.to.tell(handle.message)
+                to.tell(handle.message)
             except ActorDeadError:
-                logger.bind(actor=handle.to.name).debug(
+                logger.bind(actor=to.name).debug(
                     "timer {} dropped: actor stopped", type(handle.message).__name__
                 )
 

@@ -342,7 +342,9 @@ async def test_actor_attributes_are_set_by_spawn(system: ActorSystem, logs: Logs
 
 
 @pytest.mark.asyncio
-async def test_ask_from_an_async_handler_to_its_own_group_is_refused(system: ActorSystem) -> None:
+async def test_ask_from_a_handler_to_its_own_group_suspends_instead_of_deadlocking(
+    system: ActorSystem,
+) -> None:
     group = system.dispatcher("group")
     other = system.spawn(Recorder(), name="other", dispatcher=group)
 
@@ -351,7 +353,27 @@ async def test_ask_from_an_async_handler_to_its_own_group_is_refused(system: Act
             return await other.ask(message)
 
     asker = system.spawn(Asker(), name="asker", dispatcher=group)
-    with pytest.raises(RuntimeError, match="deadlock"):
-        await asker.ask("hi")
+    assert await asker.ask("hi") == ("ok", "hi")
     outside = system.spawn(Asker(), name="outside")
     assert await outside.ask("hi") == ("ok", "hi")
+
+
+@pytest.mark.asyncio
+async def test_ask_from_an_inline_hook_to_its_own_group_is_refused(system: ActorSystem) -> None:
+    group = system.dispatcher("group")
+    other = system.spawn(Recorder(), name="other", dispatcher=group)
+    failures: list[BaseException] = []
+
+    class Hooked(Actor):
+        def receive(self, message: object) -> object:
+            return None
+
+        async def on_start(self) -> None:
+            try:
+                await other.ask("from a hook")
+            except RuntimeError as exc:
+                failures.append(exc)
+
+    system.spawn(Hooked(), name="hooked", dispatcher=group)
+    await system.settle()
+    assert len(failures) == 1 and "deadlock" in str(failures[0])

@@ -15,7 +15,9 @@ DOCUMENTED = {
     "TimerHandle",
     "ActorDeadError",
     "AskTimeoutError",
+    "DeadlineExceeded",
     "MailboxStats",
+    "Promise",
 }
 
 
@@ -29,6 +31,7 @@ def test_all_lists_exactly_the_documented_names() -> None:
 def test_error_tree() -> None:
     assert issubclass(actors.AskTimeoutError, TimeoutError)
     assert issubclass(actors.ActorDeadError, Exception)
+    assert issubclass(actors.DeadlineExceeded, TimeoutError)
 
 
 def test_runtime_never_imports_the_scheduler() -> None:
