@@ -4,6 +4,11 @@ Run standalone: `python bench/bench_actors.py [--n 200000] [--repeat 3]`. Prints
 writes bench/results/actors.json. Targets: actor tell >= 60% of a raw deque mailbox, actor
 ask >= 90% of a raw asyncio.Queue + future round trip.
 
+Suspend/resume (no target, the ratio is printed): round trips in which a handler of a
+reentrant actor starts, parks on a `Promise`, is resolved by another message (or by another
+actor of its dispatcher) and its continuation runs; against a task that awaits a fresh
+asyncio future which the producer resolves.
+
 Each case moves `--n` messages per run, and each run counts the best of `--repeat`. Within a
 run the n messages go in `--slices` slices, interleaved with the slices of every other case
 (all contestants are set up first and stay idle between their slices), so a burst of load
@@ -23,10 +28,11 @@ import time
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
+from typing import cast
 
 from loguru import logger
 
-from actors import Actor, ActorSystem
+from actors import Actor, ActorRef, ActorSystem, Promise
 
 RESULTS = Path(__file__).parent / "results" / "actors.json"
 TELL_TARGET = 0.60
@@ -152,6 +158,40 @@ async def raw_ask(_chunk: int) -> AsyncIterator[Slice]:
             await task
 
 
+@contextlib.asynccontextmanager
+async def raw_future_round_trip(_chunk: int) -> AsyncIterator[Slice]:
+    """A task awaits a fresh asyncio future; the producer resolves it and yields once, by
+    which time the task has counted it and awaits the next one."""
+    loop = asyncio.get_running_loop()
+    parked: list[asyncio.Future[None]] = []
+    count = 0
+
+    async def consumer() -> None:
+        nonlocal count
+        while True:
+            future: asyncio.Future[None] = loop.create_future()
+            parked.append(future)
+            await future
+            count += 1
+
+    async def run_slice(m: int) -> None:
+        expected = count + m
+        pop = parked.pop
+        for _ in range(m):
+            pop().set_result(None)
+            await asyncio.sleep(0)
+        assert count == expected, (count, expected)
+
+    task = loop.create_task(consumer())
+    await asyncio.sleep(0)
+    try:
+        yield run_slice
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
 # -- the runtime -------------------------------------------------------------------------
 
 
@@ -213,6 +253,74 @@ def actor_ask(
     return contestant
 
 
+class Suspender(Actor):
+    """ "wait": a handler parks on a new promise, then counts; "release" resolves the oldest.
+
+    With a releaser, the handler hands the promise to that actor instead, which resolves it.
+    """
+
+    def __init__(self, releaser: ActorRef | None = None) -> None:
+        self.releaser = releaser
+        self.pending: deque[Promise[None]] = deque()
+        self.count = 0
+
+    async def receive(self, message: object) -> object:
+        if message == "wait":
+            promise: Promise[None] = self.promise()
+            if self.releaser is None:
+                self.pending.append(promise)
+            else:
+                self.releaser.tell(promise)
+            await promise  # the turn ends here
+            self.count += 1
+        else:
+            self.pending.popleft().resolve(None)
+        return None
+
+
+class Releaser(Actor):
+    """Another actor of the suspender's dispatcher: resolves each promise it is told."""
+
+    def receive(self, message: object) -> object:
+        cast("Promise[None]", message).resolve(None)
+        return None
+
+
+def actor_suspend_resume(
+    peer: bool,
+) -> Callable[[int], contextlib.AbstractAsyncContextManager[Slice]]:
+    """Per round trip the producer tells "wait" (and "release", to the same actor, unless a
+    peer resolves), then yields once: in one dispatcher turn the handler starts and parks,
+    the release resolves its promise, and the continuation runs as a later turn."""
+
+    @contextlib.asynccontextmanager
+    async def contestant(_chunk: int) -> AsyncIterator[Slice]:
+        async with ActorSystem() as system:
+            group = system.dispatcher("suspend")
+            releaser = None
+            if peer:
+                releaser = system.spawn(Releaser(), name="releaser", dispatcher=group)
+            suspender = Suspender(releaser)
+            ref = system.spawn(suspender, name="suspender", dispatcher=group)
+            await system.settle()
+
+            async def run_slice(m: int) -> None:
+                expected = suspender.count + m
+                tell = ref.tell
+                for _ in range(m):
+                    tell("wait")
+                    if not peer:
+                        tell("release")
+                    await asyncio.sleep(0)
+                await system.settle()
+                assert suspender.count == expected, (suspender.count, expected)
+                assert not suspender.pending
+
+            yield run_slice
+
+    return contestant
+
+
 # -- driver ------------------------------------------------------------------------------
 
 GROUPS: dict[str, dict[str, Contestant]] = {
@@ -225,6 +333,11 @@ GROUPS: dict[str, dict[str, Contestant]] = {
         "raw Queue+future ask": raw_ask,
         "actor ask (default timeout)": actor_ask(default_timeout=True),
         "actor ask (timeout=None)": actor_ask(default_timeout=False),
+    },
+    "suspend/resume": {
+        "raw future round trip": raw_future_round_trip,
+        "actor suspend/resume": actor_suspend_resume(peer=False),
+        "actor suspend/resume (peer resolves)": actor_suspend_resume(peer=True),
     },
 }
 
@@ -262,17 +375,22 @@ def report(best: dict[str, float], args: argparse.Namespace) -> dict[str, object
     tell_ratio = best["actor tell"] / best["raw deque tell"]
     ask_ratio = best["actor ask (default timeout)"] / best["raw Queue+future ask"]
     ask_none_ratio = best["actor ask (timeout=None)"] / best["raw Queue+future ask"]
+    suspend_ratio = best["actor suspend/resume"] / best["raw future round trip"]
+    suspend_peer_ratio = (
+        best["actor suspend/resume (peer resolves)"] / best["raw future round trip"]
+    )
     print(
         f"\nactors bench: n={args.n:,} per run, best of {args.repeat}, "
         f"{args.slices} interleaved slices, Python {platform.python_version()}\n"
     )
-    print(f"{'case':<30} {'msgs/s':>14}")
-    print("-" * 45)
+    print(f"{'case':<38} {'msgs/s':>14}")
+    print("-" * 53)
     for name, rate in best.items():
-        print(f"{name:<30} {rate:>14,.0f}")
+        print(f"{name:<38} {rate:>14,.0f}")
+    print("(suspend/resume cases count round trips/s)")
     print()
-    print(f"{'ratio':<36} {'value':>7} {'target':>7}  result")
-    print("-" * 60)
+    print(f"{'ratio':<44} {'value':>7} {'target':>7}  result")
+    print("-" * 68)
     rows = [
         ("actor tell / raw deque tell", tell_ratio, TELL_TARGET),
         ("actor ask / raw ask", ask_ratio, ASK_TARGET),
@@ -280,7 +398,13 @@ def report(best: dict[str, float], args: argparse.Namespace) -> dict[str, object
     ]
     for label, value, target in rows:
         verdict = "PASS" if value >= target else "MISS"
-        print(f"{label:<36} {value:>7.1%} {target:>7.0%}  {verdict}")
+        print(f"{label:<44} {value:>7.1%} {target:>7.0%}  {verdict}")
+    informative = [
+        ("actor suspend/resume / raw future", suspend_ratio),
+        ("actor suspend/resume (peer) / raw future", suspend_peer_ratio),
+    ]
+    for label, value in informative:
+        print(f"{label:<44} {value:>7.1%} {'-':>7}  (no target)")
     return {
         "n": args.n,
         "repeat": args.repeat,
@@ -289,7 +413,13 @@ def report(best: dict[str, float], args: argparse.Namespace) -> dict[str, object
         "python": platform.python_version(),
         "platform": platform.platform(),
         "rates": best,
-        "ratios": {"tell": tell_ratio, "ask": ask_ratio, "ask_no_timeout": ask_none_ratio},
+        "ratios": {
+            "tell": tell_ratio,
+            "ask": ask_ratio,
+            "ask_no_timeout": ask_none_ratio,
+            "suspend_resume": suspend_ratio,
+            "suspend_resume_peer": suspend_peer_ratio,
+        },
         "targets": {"tell": TELL_TARGET, "ask": ASK_TARGET},
         "pass": tell_ratio >= TELL_TARGET and ask_ratio >= ASK_TARGET,
     }

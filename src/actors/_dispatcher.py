@@ -5,15 +5,15 @@ from __future__ import annotations
 import asyncio
 from asyncio import Future
 from collections import deque
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from itertools import repeat, starmap
 from operator import length_hint
 from time import perf_counter
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ._actor import RESTART, START, STOP, Actor, Cell, _Ask
 from ._errors import ActorDeadError
-from ._turns import DONE, PARKED, RUNNABLE, RUNNING, Frame, Waitable, driver
+from ._turns import Continuations
 
 if TYPE_CHECKING:
     from ._system import ActorSystem
@@ -24,14 +24,7 @@ DEFAULT_BATCH = 256
 _YIELD_EVERY = 4096  # messages handled before the dispatcher lets other tasks run
 
 
-class _Parked:
-    __slots__ = ()
-
-
-_PARKED = _Parked()  # what a step returns when the frame finished or parked on a Waitable
-
-
-class Dispatcher:
+class Dispatcher(Continuations):
     """A shared turn: every actor spawned onto it is run by one task.
 
     The task drains the mailboxes of its actors round-robin, at most `batch` messages from
@@ -44,11 +37,9 @@ class Dispatcher:
     """
 
     __slots__ = (
-        "_awaiting",
         "_cells",
         "_drainers",
         "_idle",
-        "_in_hand",
         "_private",
         "_ready",
         "_system",
@@ -144,7 +135,8 @@ class Dispatcher:
                         budget -= done
                     mailbox = cell.mailbox
                     n = len(mailbox)
-                    if n and not cell.closed:
+                    # control: a continuation failed and asked for a restart (messages wait)
+                    if n and not cell.closed and not cell.control:
                         if n > cell.peak:
                             cell.peak = n
                         k = n if n < batch else batch
@@ -266,155 +258,6 @@ class Dispatcher:
             else:
                 await self._call_tell(cell, message)
         return done
-
-    # -- handlers that await (see _turns) ------------------------------------------------
-
-    async def _begin(self, cell: Cell, message: object, ask: _Ask | None) -> None:
-        """Start the coroutine handler of a reentrant actor for one message."""
-        try:
-            coro = cell.receive(message)
-        except Exception as exc:  # the call itself failed (a bad signature, say)
-            if ask is not None:
-                self._ask_failed(cell, ask, exc)
-            else:
-                self._tell_failed(cell, message)
-            return
-        frame = Frame(cell, coro, ask, type(message).__name__)  # type: ignore[arg-type]
-        yielded = self._step(frame, None)
-        if yielded is not _PARKED:
-            await self._inline(frame, yielded)
-
-    def _start_frame(self, cell: Cell, coro: Coroutine[Any, Any, Any]) -> None:
-        """`Actor.run_handler`: the first step now; a foreign await goes on as a turn."""
-        frame = Frame(cell, coro, None, getattr(coro, "__qualname__", type(coro).__name__))
-        yielded = self._step(frame, None)
-        if yielded is not _PARKED:
-            # It must wait inline, which only the dispatcher's task can do: as its next turn.
-            frame.waiting = _Inline(yielded)
-            frame.state = RUNNABLE
-            cell.frames[frame] = None
-            cell.resumes.append(frame)
-            if not cell.scheduled:
-                self._schedule(cell)
-
-    async def _resume(self, cell: Cell, k: int) -> int:
-        """Run up to ``k`` continuations of ``cell``, oldest first."""
-        resumes = cell.resumes
-        done = 0
-        while resumes and done < k and not cell.closed:
-            frame = resumes.popleft()
-            done += 1
-            frame.state = RUNNING
-            inline = frame.waiting
-            if type(inline) is _Inline:
-                frame.waiting = None
-                await self._inline(frame, inline.awaitable)
-                continue
-            yielded = self._step(frame, None)
-            if yielded is not _PARKED:
-                await self._inline(frame, yielded)
-        return done
-
-    def _step(self, frame: Frame, error: BaseException | None) -> object:
-        """Run ``frame`` until it awaits; returns what it awaits unless it parked or ended."""
-        previous = driver.current
-        driver.current = frame
-        try:
-            yielded = frame.coro.send(None) if error is None else frame.coro.throw(error)
-        except StopIteration as stop:
-            driver.current = previous
-            self._frame_done(frame)
-            ask = frame.ask
-            if ask is not None and not ask.future.done():
-                ask.future.set_result(stop.value)
-            return _PARKED
-        except Exception as exc:
-            driver.current = previous
-            self._frame_done(frame)
-            if frame.ask is not None:
-                self._ask_failed(frame.cell, frame.ask, exc)
-            else:
-                self._failed(frame.cell, frame.kind)
-            return _PARKED
-        except BaseException:
-            driver.current = previous
-            self._frame_done(frame)
-            ask = frame.ask
-            if ask is not None and not ask.future.done():
-                ask.future.set_exception(ActorDeadError(f"actor {frame.cell.name!r} stopped"))
-            raise
-        driver.current = previous
-        if isinstance(yielded, Waitable):
-            frame.state = PARKED
-            frame.waiting = yielded
-            frame.cell.frames[frame] = None
-            yielded.park(frame)
-            return _PARKED
-        return yielded
-
-    async def _inline(self, frame: Frame, yielded: object) -> None:
-        """Await what the runtime does not know (an asyncio future) in this task, then go on
-        stepping ``frame``: nothing else of the group runs meanwhile."""
-        self._awaiting = True
-        if frame.ask is not None:
-            self._in_hand = (frame.ask, frame.cell.name)
-        try:
-            while yielded is not _PARKED:
-                error: BaseException | None = None
-                if yielded is None:
-                    await asyncio.sleep(0)  # a bare yield: let other tasks run once
-                elif isinstance(yielded, asyncio.Future):
-                    yielded._asyncio_future_blocking = False
-                    await asyncio.wait((yielded,))
-                else:
-                    error = RuntimeError(
-                        f"a handler of {frame.cell.name!r} awaited {yielded!r}, which neither "
-                        "the actor runtime nor asyncio can wait for"
-                    )
-                yielded = self._step(frame, error)
-        except BaseException:  # cancelled while waiting: the handler cannot go on
-            self._close_frame(frame)
-            raise
-        finally:
-            self._awaiting = False
-            self._in_hand = None
-
-    @staticmethod
-    def _frame_done(frame: Frame) -> None:
-        frame.state = DONE
-        frame.waiting = None
-        frame.cell.frames.pop(frame, None)
-
-    def _close_frame(self, frame: Frame) -> None:
-        """Cancel a handler that will never go on: its ``finally`` blocks run now."""
-        if frame.state == DONE:
-            return
-        waiting = frame.waiting
-        self._frame_done(frame)
-        if waiting is not None:
-            waiting.abandon(frame)
-        previous = driver.current
-        driver.current = frame
-        try:
-            frame.coro.close()
-        except Exception:
-            frame.cell.log.exception(
-                "actor {!r}: a suspended {} handler failed while cancelled",
-                frame.cell.name,
-                frame.kind,
-            )
-        finally:
-            driver.current = previous
-        ask = frame.ask
-        if ask is not None and not ask.future.done():
-            ask.future.set_exception(ActorDeadError(f"actor {frame.cell.name!r} stopped"))
-
-    def _cancel_frames(self, cell: Cell) -> None:
-        """The actor stops or restarts: its suspended handlers never go on."""
-        cell.resumes.clear()
-        for frame in list(cell.frames):
-            self._close_frame(frame)
-        cell.frames.clear()
 
     @staticmethod
     def _take_tells(cell: Cell, limit: int) -> list[object]:
@@ -579,19 +422,6 @@ class Dispatcher:
             cell.log.debug("actor {!r} stopped; {} tells dropped", cell.name, dropped)
         else:
             cell.log.debug("actor {!r} stopped", cell.name)
-
-
-class _Inline(Waitable):
-    """A foreign awaitable a handler began by `run_handler` met in its first step: the
-    dispatcher awaits it inline as that handler's next turn."""
-
-    __slots__ = ("awaitable",)
-
-    def __init__(self, awaitable: object) -> None:
-        self.awaitable = awaitable
-
-    def park(self, frame: Frame) -> None:  # never parked on: it is queued at once
-        raise AssertionError("an inline wait is not parked")
 
 
 def _raised_here(exc: Exception) -> bool:

@@ -6,8 +6,7 @@ import asyncio
 import heapq
 import itertools
 import math
-from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from loguru import logger
 
@@ -17,7 +16,7 @@ from ._errors import ActorDeadError
 if TYPE_CHECKING:
     from ._actor import ActorRef
 
-__all__ = ["TimerHandle", "Timers"]
+__all__ = ["RuntimeTimer", "TimerHandle", "Timers"]
 
 _COMPACT_AT = 256  # cancelled timers kept in the heap before it is rebuilt
 
@@ -56,6 +55,15 @@ class TimerHandle:
         state = "cancelled" if self._cancelled else "fired" if self._fired else "pending"
         to = self.to.name if self.to is not None else "runtime"
         return f"<TimerHandle due={self.due!r} {type(self.message).__name__} to={to} {state}>"
+
+
+class RuntimeTimer(TimerHandle):
+    """A timer that runs the runtime's own code when due (it must not raise)."""
+
+    __slots__ = ()
+
+    def fire(self) -> None:
+        raise NotImplementedError
 
 
 class Timers:
@@ -103,10 +111,14 @@ class Timers:
         """
         return self._push(TimerHandle(self, float(when), message, to))
 
-    def call_after(self, delay: float, callback: Callable[[], None]) -> TimerHandle:
-        """Run ``callback`` once ``delay`` seconds of the clock have passed (the runtime's own
-        deadlines: a handler's `sleep` or `within`). It must not raise."""
-        return self._push(TimerHandle(self, self._clock.now() + delay, callback, None))
+    def now(self) -> float:
+        """The clock's time."""
+        return self._clock.now()
+
+    def schedule(self, handle: RuntimeTimer) -> None:
+        """Arm a timer of the runtime's own (a handler's `sleep` or `within` deadline): at
+        its ``due`` time its ``fire()`` runs instead of a tell."""
+        self._push(handle)
 
     def _push(self, handle: TimerHandle) -> TimerHandle:
         heapq.heappush(self._heap, (handle.due, next(self._seq), handle))
@@ -146,7 +158,7 @@ class Timers:
             handle._fired = True
             to = handle.to
             if to is None:
-                handle.message()  # type: ignore[operator]
+                cast(RuntimeTimer, handle).fire()
                 continue
             try:
                 to.tell(handle.message)

@@ -18,13 +18,13 @@ import asyncio
 from collections.abc import Coroutine, Generator
 from typing import TYPE_CHECKING, Any, Final, Generic, Protocol, TypeVar
 
-from ._errors import DeadlineExceeded
+from ._errors import ActorDeadError, DeadlineExceeded
+from ._timers import RuntimeTimer
 
 if TYPE_CHECKING:
     from ._actor import Cell, _Ask
-    from ._timers import TimerHandle
 
-__all__ = ["Promise"]
+__all__ = ["Continuations", "Promise"]
 
 T = TypeVar("T")
 
@@ -116,12 +116,15 @@ class Promise(Waitable, Generic[T]):
     no-op that returns False.
     """
 
+    # Awaited in a handler, a promise is its own iterator: ``__next__`` yields it while it
+    # is pending and ends the await with its value once settled, so an await allocates
+    # nothing. One waiter is kept as is, several in a list.
     __slots__ = ("_error", "_value", "_waiters")
 
     def __init__(self) -> None:
         self._value: Any = _PENDING
         self._error: BaseException | None = None
-        self._waiters: list[_Waker] = []
+        self._waiters: _Waker | list[_Waker] | None = None
 
     def done(self) -> bool:
         """True once resolved or rejected."""
@@ -132,7 +135,8 @@ class Promise(Waitable, Generic[T]):
         if self._value is not _PENDING or self._error is not None:
             return False
         self._value = value
-        self._wake_all()
+        if self._waiters is not None:
+            self._wake_all()
         return True
 
     def reject(self, error: BaseException) -> bool:
@@ -140,7 +144,8 @@ class Promise(Waitable, Generic[T]):
         if self._value is not _PENDING or self._error is not None:
             return False
         self._error = error
-        self._wake_all()
+        if self._waiters is not None:
+            self._wake_all()
         return True
 
     # The names an asyncio future has, so an ask's reply slot can be either.
@@ -171,27 +176,54 @@ class Promise(Waitable, Generic[T]):
         return _Timed(self, seconds)
 
     def _wake_all(self) -> None:
-        waiters = self._waiters
-        if waiters:
-            self._waiters = []
+        waiters, self._waiters = self._waiters, None
+        if type(waiters) is list:
             for waiter in waiters:
                 waiter.wake()
+        elif waiters is not None:
+            waiters.wake()  # type: ignore[union-attr]
+
+    def add_waiter(self, waiter: _Waker) -> None:
+        current = self._waiters
+        if current is None:
+            self._waiters = waiter
+        elif type(current) is list:
+            current.append(waiter)
+        else:
+            self._waiters = [current, waiter]  # type: ignore[list-item]
 
     def park(self, frame: Frame) -> None:
-        self._waiters.append(frame)
+        self.add_waiter(frame)
 
     def abandon(self, frame: _Waker) -> None:
-        if frame in self._waiters:
-            self._waiters.remove(frame)
+        current = self._waiters
+        if current is frame:
+            self._waiters = None
+        elif type(current) is list and frame in current:
+            current.remove(frame)
 
     def __await__(self) -> Generator[Any, None, T]:
-        if not self.done():
-            if driver.current is not None:
-                yield self  # the dispatcher parks the handler on this promise
-            else:
-                waiter = _FutureWaiter(asyncio.get_running_loop().create_future())
-                self._waiters.append(waiter)
-                yield from waiter.future.__await__()
+        if driver.current is None and not self.done():
+            return self._await_outside()
+        return self  # type: ignore[return-value]
+
+    def __next__(self) -> Promise[T]:
+        if self._value is not _PENDING:
+            raise StopIteration(self._value)
+        if self._error is not None:
+            raise self._error
+        return self  # pending: the dispatcher parks the handler on it
+
+    def send(self, value: object) -> Promise[T]:
+        return self.__next__()
+
+    def __iter__(self) -> Promise[T]:
+        return self
+
+    def _await_outside(self) -> Generator[Any, None, T]:
+        waiter = _FutureWaiter(asyncio.get_running_loop().create_future())
+        self.add_waiter(waiter)
+        yield from waiter.future.__await__()
         return self.result()
 
     def __repr__(self) -> str:
@@ -213,69 +245,292 @@ class _FutureWaiter:
             self.future.set_result(None)
 
 
-class _Timed(Waitable, Generic[T]):
-    """`Promise.within`: the promise, or `DeadlineExceeded` when the clock passes first."""
+class _Deadline(RuntimeTimer, Waitable):
+    """A timer of the runtime's own, on the system's clock, that wakes a parked handler.
 
-    __slots__ = ("_frame", "_handle", "_promise", "_seconds")
+    It is its own iterator when awaited (see `Promise`): nothing else is allocated.
+    """
 
-    def __init__(self, promise: Promise[T], seconds: float) -> None:
-        self._promise = promise
+    __slots__ = ("_frame", "_seconds", "_yielded")
+
+    def __init__(self, seconds: float) -> None:
         self._seconds = seconds
         self._frame: Frame | None = None
-        self._handle: TimerHandle | None = None
+        self._yielded = False
 
-    def __await__(self) -> Generator[Any, None, T]:
-        promise = self._promise
-        if not promise.done():
-            if driver.current is None:
-                raise RuntimeError("within() can only be awaited in an actor's handler")
-            yield self
-            if not promise.done():
-                raise DeadlineExceeded(f"no answer within {self._seconds:g}s")
-        return promise.result()
+    def __await__(self) -> Generator[Any, None, Any]:
+        if driver.current is None:
+            raise RuntimeError(
+                f"{self._what} can only be awaited in a handler of a reentrant actor"
+            )
+        return self  # type: ignore[return-value]
+
+    def __iter__(self) -> _Deadline:
+        return self
+
+    def send(self, value: object) -> object:
+        return self.__next__()
+
+    def __next__(self) -> object:
+        raise NotImplementedError
+
+    _what = "a deadline"
 
     def park(self, frame: Frame) -> None:
         self._frame = frame
-        self._promise._waiters.append(self)
-        self._handle = frame.cell.system.timers.call_after(self._seconds, self._expire)
+        timers = frame.cell.system.timers
+        RuntimeTimer.__init__(self, timers, timers.now() + self._seconds, None, None)
+        timers.schedule(self)
+
+    def fire(self) -> None:
+        frame, self._frame = self._frame, None
+        if frame is not None:
+            frame.wake()
+
+    def abandon(self, frame: Frame) -> None:
+        self._frame = None
+        self.cancel()
+
+
+class _Timed(_Deadline, Generic[T]):
+    """`Promise.within`: the promise, or `DeadlineExceeded` when the clock passes first."""
+
+    __slots__ = ("_promise",)
+    _what = "within()"
+
+    def __init__(self, promise: Promise[T], seconds: float) -> None:
+        super().__init__(seconds)
+        self._promise = promise
+
+    def __next__(self) -> object:
+        promise = self._promise
+        if promise._value is not _PENDING:
+            raise StopIteration(promise._value)
+        if promise._error is not None:
+            raise promise._error
+        if not self._yielded:
+            self._yielded = True
+            return self
+        raise DeadlineExceeded(f"no answer within {self._seconds:g}s")
+
+    def park(self, frame: Frame) -> None:
+        self._promise.add_waiter(self)
+        super().park(frame)
 
     def wake(self) -> None:  # the promise settled first
         frame, self._frame = self._frame, None
         if frame is not None:
-            if self._handle is not None:
-                self._handle.cancel()
+            self.cancel()
             frame.wake()
 
-    def _expire(self) -> None:
+    def fire(self) -> None:  # the deadline came first
         frame, self._frame = self._frame, None
         if frame is not None:
             self._promise.abandon(self)
             frame.wake()
 
     def abandon(self, frame: Frame) -> None:
-        self._frame = None
-        if self._handle is not None:
-            self._handle.cancel()
+        super().abandon(frame)
         self._promise.abandon(self)
 
 
-class Sleep(Waitable):
+class Sleep(_Deadline):
     """`Actor.sleep`: wake the handler after ``seconds`` of the system's clock."""
 
-    __slots__ = ("_handle", "_seconds")
+    __slots__ = ()
+    _what = "Actor.sleep()"
 
-    def __init__(self, seconds: float) -> None:
-        self._seconds = seconds
-        self._handle: TimerHandle | None = None
+    def __next__(self) -> object:
+        if not self._yielded:
+            self._yielded = True
+            return self
+        raise StopIteration(None)
 
-    def __await__(self) -> Generator[Any, None, None]:
-        if driver.current is None:
-            raise RuntimeError("Actor.sleep() can only be awaited in an actor's handler")
-        yield self
 
-    def park(self, frame: Frame) -> None:
-        self._handle = frame.cell.system.timers.call_after(self._seconds, frame.wake)
+class Continuations:
+    """The part of a dispatcher that steps coroutine handlers: starts them, parks them on
+    what they await, resumes them as turns, awaits foreign awaitables inline, and closes
+    them when their actor stops. Mixed into `Dispatcher`."""
 
-    def abandon(self, frame: Frame) -> None:
-        if self._handle is not None:
-            self._handle.cancel()
+    __slots__ = ("_awaiting", "_in_hand")
+
+    _awaiting: bool  # awaiting something inline (a hook, a foreign awaitable)
+    _in_hand: tuple[_Ask, str] | None  # the ask whose handler is awaited inline
+
+    if TYPE_CHECKING:  # provided by Dispatcher
+
+        def _schedule(self, cell: Cell) -> None: ...
+
+        def _failed(self, cell: Cell, kind: str) -> None: ...
+
+        def _tell_failed(self, cell: Cell, message: object) -> None: ...
+
+        def _ask_failed(self, cell: Cell, ask: _Ask, exc: Exception) -> None: ...
+
+    async def _begin(self, cell: Cell, message: object, ask: _Ask | None) -> None:
+        """Start the coroutine handler of a reentrant actor for one message."""
+        try:
+            coro = cell.receive(message)
+        except Exception as exc:  # the call itself failed (a bad signature, say)
+            if ask is not None:
+                self._ask_failed(cell, ask, exc)
+            else:
+                self._tell_failed(cell, message)
+            return
+        frame = Frame(cell, coro, ask, type(message).__name__)  # type: ignore[arg-type]
+        yielded = self._step(frame, None)
+        if yielded is not _PARKED:
+            await self._inline(frame, yielded)
+
+    def _start_frame(self, cell: Cell, coro: Coroutine[Any, Any, Any]) -> None:
+        """`Actor.run_handler`: the first step now; a foreign await goes on as a turn."""
+        frame = Frame(cell, coro, None, getattr(coro, "__qualname__", type(coro).__name__))
+        yielded = self._step(frame, None)
+        if yielded is not _PARKED:
+            # It must wait inline, which only the dispatcher's task can do: as its next turn.
+            frame.waiting = _Inline(yielded)
+            frame.state = RUNNABLE
+            cell.frames[frame] = None
+            cell.resumes.append(frame)
+            if not cell.scheduled:
+                self._schedule(cell)
+
+    async def _resume(self, cell: Cell, k: int) -> int:
+        """Run up to ``k`` continuations of ``cell``, oldest first."""
+        resumes = cell.resumes
+        done = 0
+        while resumes and done < k and not cell.closed and not cell.control:
+            frame = resumes.popleft()
+            done += 1
+            frame.state = RUNNING
+            cell.frames.pop(frame, None)  # in hand now; back in if it parks again
+            inline = frame.waiting
+            if type(inline) is _Inline:
+                frame.waiting = None
+                await self._inline(frame, inline.awaitable)
+                continue
+            yielded = self._step(frame, None)
+            if yielded is not _PARKED:
+                await self._inline(frame, yielded)
+        return done
+
+    def _step(self, frame: Frame, error: BaseException | None) -> object:
+        """Run ``frame`` until it awaits; returns what it awaits unless it parked or ended."""
+        previous = driver.current
+        driver.current = frame
+        try:
+            yielded = frame.coro.send(None) if error is None else frame.coro.throw(error)
+        except StopIteration as stop:
+            driver.current = previous
+            self._frame_done(frame)
+            ask = frame.ask
+            if ask is not None and not ask.future.done():
+                ask.future.set_result(stop.value)
+            return _PARKED
+        except Exception as exc:
+            driver.current = previous
+            self._frame_done(frame)
+            if frame.ask is not None:
+                self._ask_failed(frame.cell, frame.ask, exc)
+            else:
+                self._failed(frame.cell, frame.kind)
+            return _PARKED
+        except BaseException:
+            driver.current = previous
+            self._frame_done(frame)
+            ask = frame.ask
+            if ask is not None and not ask.future.done():
+                ask.future.set_exception(ActorDeadError(f"actor {frame.cell.name!r} stopped"))
+            raise
+        driver.current = previous
+        if isinstance(yielded, Waitable):
+            frame.state = PARKED
+            frame.waiting = yielded
+            frame.cell.frames[frame] = None
+            yielded.park(frame)
+            return _PARKED
+        return yielded
+
+    async def _inline(self, frame: Frame, yielded: object) -> None:
+        """Await what the runtime does not know (an asyncio future) in this task, then go on
+        stepping ``frame``: nothing else of the group runs meanwhile."""
+        self._awaiting = True
+        if frame.ask is not None:
+            self._in_hand = (frame.ask, frame.cell.name)
+        try:
+            while yielded is not _PARKED:
+                error: BaseException | None = None
+                if yielded is None:
+                    await asyncio.sleep(0)  # a bare yield: let other tasks run once
+                elif isinstance(yielded, asyncio.Future):
+                    yielded._asyncio_future_blocking = False
+                    await asyncio.wait((yielded,))
+                else:
+                    error = RuntimeError(
+                        f"a handler of {frame.cell.name!r} awaited {yielded!r}, which neither "
+                        "the actor runtime nor asyncio can wait for"
+                    )
+                yielded = self._step(frame, error)
+        except BaseException:  # cancelled while waiting: the handler cannot go on
+            self._close_frame(frame)
+            raise
+        finally:
+            self._awaiting = False
+            self._in_hand = None
+
+    @staticmethod
+    def _frame_done(frame: Frame) -> None:
+        frame.state = DONE
+        frame.waiting = None
+        frame.cell.frames.pop(frame, None)
+
+    def _close_frame(self, frame: Frame) -> None:
+        """Cancel a handler that will never go on: its ``finally`` blocks run now."""
+        if frame.state == DONE:
+            return
+        waiting = frame.waiting
+        self._frame_done(frame)
+        if waiting is not None:
+            waiting.abandon(frame)
+        previous = driver.current
+        driver.current = frame
+        try:
+            frame.coro.close()
+        except Exception:
+            frame.cell.log.exception(
+                "actor {!r}: a suspended {} handler failed while cancelled",
+                frame.cell.name,
+                frame.kind,
+            )
+        finally:
+            driver.current = previous
+        ask = frame.ask
+        if ask is not None and not ask.future.done():
+            ask.future.set_exception(ActorDeadError(f"actor {frame.cell.name!r} stopped"))
+
+    def _cancel_frames(self, cell: Cell) -> None:
+        """The actor stops or restarts: its suspended handlers never go on."""
+        for frame in list(cell.frames):
+            self._close_frame(frame)
+        cell.frames.clear()
+        cell.resumes.clear()  # last: a closing handler's finally may have woken a sibling
+
+
+class _Parked:
+    __slots__ = ()
+
+
+_PARKED = _Parked()  # what a step returns when the frame finished or parked on a Waitable
+
+
+class _Inline(Waitable):
+    """A foreign awaitable a handler began by `run_handler` met in its first step: the
+    dispatcher awaits it inline as that handler's next turn."""
+
+    __slots__ = ("awaitable",)
+
+    def __init__(self, awaitable: object) -> None:
+        self.awaitable = awaitable
+
+    def park(self, frame: Frame) -> None:  # never parked on: it is queued at once
+        raise AssertionError("an inline wait is not parked")
