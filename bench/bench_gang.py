@@ -31,6 +31,7 @@ import json
 import os
 import sys
 import time
+import tracemalloc
 from pathlib import Path
 from typing import Any
 
@@ -168,8 +169,21 @@ def ask(app: str, key: str, *, placeholder: bool) -> si.AllocationAsk:
     )
 
 
-async def run_gang(n_nodes: int, n_apps: int, per_app: int) -> dict[str, float]:
-    """One gang run; returns its timings. Raises BenchError if the core misbehaves."""
+# Where the state of an open handshake is allocated: the handler's coroutine and its
+# Replacement (scheduler._gang), its promise, frame and deadline (actors._turns), the
+# deadline's timer (actors._timers).
+HANDSHAKE_FILES = ("scheduler/_gang.py", "actors/_turns.py", "actors/_timers.py")
+
+
+async def run_gang(
+    n_nodes: int, n_apps: int, per_app: int, *, memory: dict[str, float] | None = None
+) -> dict[str, float]:
+    """One gang run; returns its timings. Raises BenchError if the core misbehaves.
+
+    With ``memory`` (a dict to fill) the run is traced by ``tracemalloc`` from the real asks
+    on, and the memory held once every handshake is open (all releases sent, none
+    confirmed) goes into ``memory``; the timings of such a run mean nothing.
+    """
     total = n_apps * per_app
     apps = [f"app-{i}" for i in range(n_apps)]
     rm = GangRM(total, total)
@@ -238,10 +252,17 @@ async def run_gang(n_nodes: int, n_apps: int, per_app: int) -> dict[str, float]:
         ]
         rounds = 0
         confirmed = 0
+        if memory is not None:
+            tracemalloc.start()
+            before = tracemalloc.take_snapshot()
         start = time.perf_counter()
         await core.update_allocation(si.AllocationRequest(rm_id=RM_ID, asks=real_asks))
         while True:
             await settle(core)
+            if rounds == 0 and memory is not None:
+                memory.update(open_handshake_memory(before, tracemalloc.take_snapshot()))
+                memory["open"] = len(rm.replaced)
+                tracemalloc.stop()
             if rounds == 0 and rm.real:
                 # the handshake: a real ask is allocated only after its release is confirmed
                 rm.problems.append(f"{len(rm.real)} real allocations before any confirmation")
@@ -296,6 +317,21 @@ async def run_gang(n_nodes: int, n_apps: int, per_app: int) -> dict[str, float]:
         "replacements_per_s": total / real_seconds,
         "confirm_rounds": rounds,
     }
+
+
+def open_handshake_memory(
+    before: tracemalloc.Snapshot, after: tracemalloc.Snapshot
+) -> dict[str, float]:
+    """Bytes allocated and still held between the two snapshots: in the handshake's own
+    modules, and in all (the real asks, their pending state and the outbox included)."""
+    diff = after.compare_to(before, "filename")
+    total = sum(d.size_diff for d in diff)
+    held = sum(
+        d.size_diff
+        for d in diff
+        if any(d.traceback[0].filename.endswith(f) for f in HANDSHAKE_FILES)
+    )
+    return {"handshake_bytes": held, "total_bytes": total}
 
 
 async def check_state(
@@ -411,6 +447,9 @@ async def main() -> None:
             best_plain = plain
     assert best_ph is not None and best_rep is not None and best_plain is not None
 
+    memory: dict[str, float] = {}
+    await run_gang(n_nodes, n_apps, per_app, memory=memory)  # traced: untimed
+
     ratio = best_rep["replacements_per_s"] / best_plain["allocs_per_s"]
     ok = ratio >= TARGET_RATIO
     print(f"{n_apps} gang apps x {per_app} placeholders on {n_nodes} nodes, best of {args.repeat}")
@@ -430,6 +469,13 @@ async def main() -> None:
         f"{best_rep['replace_seconds'] - rel:.3f}s to confirm and allocate "
         f"({best_rep['confirm_rounds']:.0f} confirmation round(s))"
     )
+    open_ = memory["open"]
+    print(
+        f"memory with {open_:,.0f} handshakes open: {memory['handshake_bytes'] / 2**20:.1f} MiB "
+        f"in handshake state ({memory['handshake_bytes'] / open_:,.0f} B each); "
+        f"{memory['total_bytes'] / 2**20:.1f} MiB in all since the real asks arrived "
+        f"({memory['total_bytes'] / open_:,.0f} B per ask)"
+    )
     print(
         f"target: replacements/s >= {TARGET_RATIO} x plain allocs/s: "
         f"{best_rep['replacements_per_s']:,.0f} / {best_plain['allocs_per_s']:,.0f} = "
@@ -447,6 +493,7 @@ async def main() -> None:
                 "replacements_per_s": best_rep["replacements_per_s"],
                 "plain_allocs_per_s": best_plain["allocs_per_s"],
                 "ratio": ratio,
+                "open_handshakes": memory,
                 "best_placeholder_run": best_ph,
                 "best_replacement_run": best_rep,
                 "best_plain_run": best_plain,

@@ -35,7 +35,8 @@ class CountingRef:
 def make_proxy() -> tuple[RMProxy, CountingRef]:
     proxy = RMProxy()
     ref = CountingRef()
-    proxy.rms["bench"] = RMRecord("bench", ref, {"default": ref})  # type: ignore[arg-type]
+    record = proxy.rms["bench"] = RMRecord("bench", ref)  # type: ignore[arg-type]
+    record.add_partition("default", ref, {})  # type: ignore[arg-type]
     return proxy, ref
 
 

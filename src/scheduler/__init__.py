@@ -14,7 +14,7 @@ from __future__ import annotations
 from scheduler._callback import ResourceManagerCallback
 from scheduler._core import Core, start_scheduler
 from scheduler._errors import NotFoundError, SchedulerError
-from scheduler._partition import Timeouts
+from scheduler._timeouts import Timeouts
 
 __all__ = [
     "Core",

@@ -10,6 +10,7 @@ from scheduler._objects import Allocation, Ask, Reservation
 from scheduler._resources import Res, add_into, add_scaled_into, fits, sub_into
 
 if TYPE_CHECKING:
+    from scheduler._gang import Replacement
     from scheduler._queue import Queue
 
 __all__ = [
@@ -18,7 +19,6 @@ __all__ = [
     "AppState",
     "Application",
     "InvalidTransition",
-    "Replacement",
     "TaskGroup",
     "next_state",
 ]
@@ -158,25 +158,6 @@ class TaskGroup:
         self.free: dict[str, Allocation] = {}
 
 
-class Replacement:
-    """A handshake in flight: ``placeholder`` was released to the RM for ``ask``.
-
-    The application holds it until the RM confirms the release (then the real allocation
-    takes the placeholder's place) or the placeholder goes otherwise (then ``ask`` wants an
-    allocation again). ``overdue`` is set when the confirmation took longer than the bound;
-    ``cancelled`` when the application no longer wants the real allocation.
-    """
-
-    __slots__ = ("ask", "cancelled", "overdue", "placeholder", "started")
-
-    def __init__(self, placeholder: Allocation, ask: Ask, started: float) -> None:
-        self.placeholder = placeholder
-        self.ask = ask
-        self.started = started
-        self.overdue = False
-        self.cancelled = False
-
-
 class Application:
     """An application of a partition: its asks, allocations, usage and state.
 
@@ -227,14 +208,11 @@ class Application:
         self.placeholder_count = 0  # placeholder allocations held (released or not)
         self.placeholder_allocated: Res = {}
         self.placeholders_wanted = 0  # pending placeholder allocations of its asks
-        self.replacing: dict[str, Replacement] = {}  # by placeholder uuid
-        self.handshake_timer = False  # the timer bounding its open handshakes is armed
+        self.replacing: dict[str, Replacement] = {}  # handshakes in flight, by placeholder
         self.had_real = False  # a real (non-placeholder) allocation was ever made
         # Part of ``placeholder_ask`` still held against the queue quota while placing.
         self.gang_held: Res = {}
         self.gang_started = False  # the first placeholder was allocated
-        self.gang_timer = False  # the placeholder timeout is running
-        self.cleanup_started = False  # Completing timed out; leftover placeholders released
 
     # -- state -------------------------------------------------------------------------
     def fire(self, event: AppEvent, now: float) -> AppState:

@@ -44,18 +44,60 @@ Behaviour taken from YuniKorn (see the module's tests for each rule):
 from __future__ import annotations
 
 import hashlib
-import math
 import re
 from collections.abc import Iterator, Mapping
 from typing import Final, Literal
 
 import msgspec
 import yaml
-from yaml.constructor import SafeConstructor
-from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+from yaml.nodes import MappingNode, Node
 
-from scheduler._errors import SchedulerError
-from scheduler._quantity import QuantityError, parse_resource_conf
+from scheduler._errors import ConfigError
+from scheduler._yaml_reader import (
+    fail as _fail,
+)
+from scheduler._yaml_reader import (
+    fmt as _fmt,
+)
+from scheduler._yaml_reader import (
+    is_null as _is_null,
+)
+from scheduler._yaml_reader import (
+    join as _join,
+)
+from scheduler._yaml_reader import (
+    mapping as _mapping,
+)
+from scheduler._yaml_reader import (
+    number as _float,
+)
+from scheduler._yaml_reader import (
+    pairs as _pairs,
+)
+from scheduler._yaml_reader import (
+    peek_name as _peek_name,
+)
+from scheduler._yaml_reader import (
+    resources as _resources,
+)
+from scheduler._yaml_reader import (
+    seq as _seq,
+)
+from scheduler._yaml_reader import (
+    str_list as _str_list,
+)
+from scheduler._yaml_reader import (
+    str_map as _str_map,
+)
+from scheduler._yaml_reader import (
+    text as _str,
+)
+from scheduler._yaml_reader import (
+    truth as _bool,
+)
+from scheduler._yaml_reader import (
+    uint as _uint,
+)
 
 __all__ = [
     "APPLICATION_SORT_POLICY",
@@ -120,12 +162,6 @@ _USER_RE: Final = re.compile(r"[_a-zA-Z][a-zA-Z0-9_.@-]*[$]?")
 _GROUP_RE: Final = re.compile(r"[_a-zA-Z][a-zA-Z0-9_-]*")
 _SPECIAL_RE: Final = re.compile(r"[\^$*+?()\[{}|]")
 _RULE_NAME_RE: Final = re.compile(r"[_a-zA-Z][a-zA-Z0-9_]*")
-
-_UINT64_MAX: Final = (1 << 64) - 1
-
-
-class ConfigError(SchedulerError):
-    """An invalid ``queues.yaml``: the message names the key path or partition/queue."""
 
 
 # ============================================================================ the model
@@ -343,165 +379,6 @@ _FILTER_KEYS: Final = frozenset({"type", "users", "groups"})
 _LIMIT_KEYS: Final = frozenset({"limit", "users", "groups", "maxresources", "maxapplications"})
 _NODESORT_KEYS: Final = frozenset({"type", "resourceweights"})
 _PREEMPTION_KEYS: Final = frozenset({"enabled"})
-
-_TAG_NULL: Final = "tag:yaml.org,2002:null"
-_TAG_BOOL: Final = "tag:yaml.org,2002:bool"
-_TAG_INT: Final = "tag:yaml.org,2002:int"
-_TAG_FLOAT: Final = "tag:yaml.org,2002:float"
-_TAG_MERGE: Final = "tag:yaml.org,2002:merge"
-
-_CONSTRUCTOR: Final = SafeConstructor()
-
-
-def _fail(path: str, node: Node | None, message: str) -> ConfigError:
-    where = f"{path}: " if path else ""
-    if node is not None and node.start_mark is not None:
-        mark = node.start_mark
-        return ConfigError(f"{where}{message} (line {mark.line + 1}, column {mark.column + 1})")
-    return ConfigError(f"{where}{message}")
-
-
-def _join(path: str, key: str) -> str:
-    return f"{path}.{key}" if path else key
-
-
-def _is_null(node: Node | None) -> bool:
-    return node is None or (isinstance(node, ScalarNode) and node.tag == _TAG_NULL)
-
-
-def _pairs(node: MappingNode, path: str) -> dict[str, tuple[Node, Node]]:
-    """The key/value nodes of a mapping, merge keys resolved, duplicate keys rejected."""
-    explicit: dict[str, tuple[Node, Node]] = {}
-    merged: dict[str, tuple[Node, Node]] = {}
-    for key_node, value_node in node.value:
-        if key_node.tag == _TAG_MERGE:
-            sources = value_node.value if isinstance(value_node, SequenceNode) else [value_node]
-            for source in sources:
-                if not isinstance(source, MappingNode):
-                    raise _fail(path, source, "a merge key ('<<') must refer to a mapping")
-                for key, pair in _pairs(source, path).items():
-                    merged.setdefault(key, pair)
-            continue
-        if not isinstance(key_node, ScalarNode) or _is_null(key_node):
-            raise _fail(path, key_node, "mapping keys must be strings")
-        key = key_node.value
-        if key in explicit:
-            raise _fail(_join(path, key), key_node, f"duplicate key {key!r}")
-        explicit[key] = (key_node, value_node)
-    for key, pair in merged.items():
-        explicit.setdefault(key, pair)
-    return explicit
-
-
-def _mapping(node: Node | None, path: str, allowed: frozenset[str]) -> dict[str, Node]:
-    """A struct-like mapping: only ``allowed`` keys; null is an empty mapping."""
-    if node is None or _is_null(node):
-        return {}
-    if not isinstance(node, MappingNode):
-        raise _fail(path, node, "expected a mapping")
-    out: dict[str, Node] = {}
-    for key, (key_node, value_node) in _pairs(node, path).items():
-        if key not in allowed:
-            raise _fail(
-                _join(path, key),
-                key_node,
-                f"unknown key {key!r} (allowed: {', '.join(sorted(allowed))})",
-            )
-        out[key] = value_node
-    return out
-
-
-def _seq(node: Node | None, path: str) -> list[Node]:
-    if node is None or _is_null(node):
-        return []
-    if not isinstance(node, SequenceNode):
-        raise _fail(path, node, "expected a list")
-    return list(node.value)
-
-
-def _str(node: Node | None, path: str) -> str:
-    if node is None or _is_null(node):
-        return ""
-    if not isinstance(node, ScalarNode):
-        raise _fail(path, node, "expected a string")
-    return str(node.value)
-
-
-def _bool(node: Node | None, path: str) -> bool:
-    if node is None or _is_null(node):
-        return False
-    if not isinstance(node, ScalarNode) or node.tag != _TAG_BOOL:
-        raise _fail(path, node, "expected true or false")
-    return bool(_CONSTRUCTOR.construct_yaml_bool(node))
-
-
-def _uint(node: Node | None, path: str) -> int:
-    if node is None or _is_null(node):
-        return 0
-    if isinstance(node, ScalarNode) and node.tag == _TAG_INT:
-        value = int(_CONSTRUCTOR.construct_yaml_int(node))
-        if 0 <= value <= _UINT64_MAX:
-            return value
-    raise _fail(path, node, "expected a non-negative integer")
-
-
-def _float(node: Node | None, path: str) -> float:
-    if node is None or _is_null(node):
-        return 0.0
-    if isinstance(node, ScalarNode) and node.tag in (_TAG_INT, _TAG_FLOAT):
-        value = float(_CONSTRUCTOR.construct_yaml_float(node))
-        if math.isfinite(value):
-            return value
-    raise _fail(path, node, "expected a number")
-
-
-def _str_list(node: Node | None, path: str) -> tuple[str, ...]:
-    return tuple(_str(item, f"{path}[{i}]") for i, item in enumerate(_seq(node, path)))
-
-
-def _str_map(node: Node | None, path: str) -> dict[str, str]:
-    if node is None or _is_null(node):
-        return {}
-    if not isinstance(node, MappingNode):
-        raise _fail(path, node, "expected a mapping")
-    return {
-        key: _str(value_node, _join(path, key))
-        for key, (_, value_node) in _pairs(node, path).items()
-    }
-
-
-def _resources(node: Node | None, path: str) -> dict[str, int]:
-    if node is None or _is_null(node):
-        return {}
-    if not isinstance(node, MappingNode):
-        raise _fail(path, node, "expected a mapping of resource name to quantity")
-    out: dict[str, int] = {}
-    for key, (_, value_node) in _pairs(node, path).items():
-        if not isinstance(value_node, ScalarNode):
-            raise _fail(_join(path, key), value_node, f"resource {key!r}: expected a quantity")
-        try:
-            out.update(parse_resource_conf({key: str(value_node.value)}))
-        except QuantityError as exc:
-            raise _fail(_join(path, key), value_node, str(exc)) from None
-    return out
-
-
-def _peek_name(node: Node) -> str | None:
-    """The ``name`` of a mapping node, for readable paths, without validating anything."""
-    if isinstance(node, MappingNode):
-        for key_node, value_node in node.value:
-            if (
-                isinstance(key_node, ScalarNode)
-                and key_node.value == "name"
-                and isinstance(value_node, ScalarNode)
-                and not _is_null(value_node)
-            ):
-                return str(value_node.value)
-    return None
-
-
-def _fmt(res: Mapping[str, int]) -> str:
-    return "{" + ", ".join(f"{k}: {v}" for k, v in sorted(res.items())) + "}"
 
 
 # ============================================================================ parsing

@@ -12,12 +12,13 @@ from loguru import logger
 from actors import ActorDeadError, ActorRef, ActorSystem, Clock, SystemClock
 from scheduler import si
 from scheduler._callback import ResourceManagerCallback
+from scheduler._callback_actor import CallbackActor
 from scheduler._config import SchedulerConfig, parse_config
-from scheduler._core_actors import CallbackActor, PartitionActor
 from scheduler._errors import NotFoundError, SchedulerError
 from scheduler._events import ConfigUpdated, Query
-from scheduler._partition import Timeouts
+from scheduler._partition_actor import PartitionActor
 from scheduler._proxy import RMProxy, RMRecord, check_rm_id
+from scheduler._timeouts import Timeouts
 
 __all__ = ["Core", "start_scheduler"]
 
@@ -103,38 +104,37 @@ class Core:
         callback_ref = self.system.spawn(
             CallbackActor(rm_id, callback), name=f"rm:{rm_id}#{gen}/callback"
         )
-        actors: dict[str, PartitionActor] = {}
-        refs: dict[str, ActorRef] = {}
         self._predicates[rm_id] = _overrides_predicates(callback)
+        record = RMRecord(rm_id, callback_ref)
+        actors: dict[str, PartitionActor] = {}
         for pconf in config.partitions:
-            actor, ref = self._spawn_partition(rm_id, gen, pconf, callback_ref)
-            actors[pconf.name] = actor
-            refs[pconf.name] = ref
-        record = RMRecord(rm_id, callback_ref, refs)
+            actors[pconf.name] = self._spawn_partition(record, gen, pconf)
         self.proxy.rms[rm_id] = record
         return _Registration(record, actors, config)
 
-    def _spawn_partition(
-        self, rm_id: str, gen: int, pconf: Any, callback_ref: ActorRef
-    ) -> tuple[PartitionActor, ActorRef]:
+    def _spawn_partition(self, record: RMRecord, gen: int, pconf: Any) -> PartitionActor:
+        rm_id = record.rm_id
         name = f"rm:{rm_id}#{gen}/partition:{pconf.name}"
         dispatcher = self.system.dispatcher(name)
+        directory: dict[str, ActorRef] = {}
         actor = PartitionActor(
             pconf,
             rm_id=rm_id,
-            callback=callback_ref,
+            callback=record.callback,
             dispatcher=dispatcher,
             timeouts=self.timeouts,
             predicates=self._predicates.get(rm_id, False),
+            directory=directory,
         )
-        ref = self.system.spawn(actor, name=name, dispatcher=dispatcher)
-        return actor, ref
+        record.add_partition(
+            pconf.name, self.system.spawn(actor, name=name, dispatcher=dispatcher), directory
+        )
+        return actor
 
     async def _teardown(self, reg: _Registration) -> None:
         for actor in reg.actors.values():
-            for ref in [*actor.app_refs.values(), *actor.queue_refs.values(), actor.actor_ref]:
-                if ref.alive:
-                    ref.stop()
+            if actor.actor_ref.alive:
+                actor.actor_ref.stop()  # its queue and application actors stop with it
         if reg.record.callback.alive:
             reg.record.callback.stop()
 
@@ -186,16 +186,11 @@ class Core:
                 await self._ask(ref, ConfigUpdated(config=pconf))
             else:
                 self._generation += 1
-                actor, ref = self._spawn_partition(
-                    rm_id, self._generation, pconf, reg.record.callback
-                )
-                reg.actors[pconf.name] = actor
-                reg.record.partitions[pconf.name] = ref
+                reg.actors[pconf.name] = self._spawn_partition(reg.record, self._generation, pconf)
         for name in set(reg.actors) - new_names:
             actor = reg.actors.pop(name)
-            reg.record.partitions.pop(name)
-            for ref in [*actor.app_refs.values(), *actor.queue_refs.values(), actor.actor_ref]:
-                ref.stop()
+            reg.record.remove_partition(name)
+            actor.actor_ref.stop()  # its queue and application actors stop with it
         reg.config = config
 
     # =========================================================================== queries
@@ -271,7 +266,8 @@ def _overrides_predicates(callback: object) -> bool:
 
 def _stats(stats: Any) -> dict[str, Any]:
     return {
-        f: getattr(stats, f) for f in ("queued", "peak", "processed", "handler_time", "failures")
+        f: getattr(stats, f)
+        for f in ("queued", "peak", "processed", "handler_time", "failures", "suspended", "resumed")
     }
 
 

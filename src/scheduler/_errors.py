@@ -13,7 +13,7 @@ Expected scheduling outcomes ("does not fit") are values, never exceptions.
 
 from __future__ import annotations
 
-__all__ = ["NotFoundError", "SchedulerError"]
+__all__ = ["ConfigError", "NotFoundError", "SchedulerError"]
 
 
 class SchedulerError(ValueError):
@@ -22,3 +22,7 @@ class SchedulerError(ValueError):
 
 class NotFoundError(LookupError):
     """A partition, queue, application or node that does not exist."""
+
+
+class ConfigError(SchedulerError):
+    """An invalid ``queues.yaml``: the message names the key path or partition/queue."""

@@ -25,15 +25,18 @@ __all__ = [
     "AsksReleased",
     "AsksUpdated",
     "CheckPredicates",
+    "ChildQueueRemoved",
     "ConfigUpdated",
-    "GangTimer",
+    "ConfigureQueue",
     "NodeUpdate",
     "NodesUpdated",
     "Outbound",
-    "PredicatesChecked",
+    "PlaceholderTimer",
     "Query",
+    "QueueEmptied",
     "QueueTimer",
     "ReservationDue",
+    "Retire",
 ]
 
 Res = dict[str, int]
@@ -140,16 +143,10 @@ class AppTimer(Event, frozen=True, kw_only=True):
     state: str
 
 
-class GangTimer(Event, frozen=True, kw_only=True):
-    """A gang timer of one application (``submit_seq`` tells a resubmitted id apart).
-
-    ``kind`` is ``placeholder`` (the placeholder timeout ran out) or ``handshake`` (time to
-    look for placeholder releases the RM has not confirmed within the bound).
-    """
+class PlaceholderTimer(Event, frozen=True, kw_only=True):
+    """The placeholder timeout of a gang application ran out."""
 
     application_id: str
-    submit_seq: int
-    kind: str
 
 
 class ReservationDue(Event, frozen=True, kw_only=True):
@@ -162,15 +159,32 @@ class QueueTimer(Event, frozen=True, kw_only=True):
     path: str
 
 
-# -- predicates: the partition asks the RM's callback, the answer comes back ----------------
+# -- between the actors of a partition ------------------------------------------------------
+class ConfigureQueue(Event, frozen=True, kw_only=True):
+    """A queue's new configuration; ``None``: it is gone from the configuration (drain)."""
+
+    config: Any  # scheduler._config.QueueConfig | None
+
+
+class QueueEmptied(Event, frozen=True, kw_only=True):
+    """An application left the queue."""
+
+
+class ChildQueueRemoved(Event, frozen=True, kw_only=True):
+    """A child left the queue's tree: the queue may be empty now."""
+
+
+class Retire(Event, frozen=True, kw_only=True):
+    """An application of the same id took this application actor's place: stop after the
+    messages already queued (they were sent for the old application)."""
+
+
+# -- predicates: the partition asks the RM's callback actor ---------------------------------
 class CheckPredicates(Event, frozen=True, kw_only=True):
+    """May ``allocation_key`` go on ``node_id``? Asked; the reply is a bool."""
+
     allocation_key: str
     node_id: str
-    reply_to: Any  # the partition's ActorRef
-
-
-class PredicatesChecked(Event, frozen=True, kw_only=True):
-    allowed: bool
 
 
 # -- to the RM callback actor ----------------------------------------------------------------

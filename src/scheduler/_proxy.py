@@ -58,12 +58,30 @@ def _reason(error: Exception) -> str:
 
 
 class RMRecord:
-    """What the proxy knows of one registered RM."""
+    """What the proxy knows of one registered RM: its callback actor, its partitions'
+    actors, and per partition the actors of its applications (the partition publishes
+    them; until it has, what is meant for an application goes through the partition)."""
 
-    def __init__(self, rm_id: str, callback: ActorRef, partitions: dict[str, ActorRef]) -> None:
+    def __init__(self, rm_id: str, callback: ActorRef) -> None:
         self.rm_id = rm_id
         self.callback = callback
-        self.partitions = partitions
+        self.partitions: dict[str, ActorRef] = {}
+        self.apps: dict[str, dict[str, ActorRef]] = {}
+
+    def add_partition(self, name: str, ref: ActorRef, directory: dict[str, ActorRef]) -> None:
+        self.partitions[name] = ref
+        self.apps[name] = directory
+
+    def remove_partition(self, name: str) -> None:
+        self.partitions.pop(name, None)
+        self.apps.pop(name, None)
+
+    def app(self, partition: str, app_id: str) -> ActorRef:
+        """Where a message for application ``app_id`` goes: its actor, or the partition."""
+        ref = self.apps[partition].get(app_id)
+        if ref is not None and ref.alive:
+            return ref
+        return self.partitions[partition]
 
 
 def check_rm_id(rm_id: object) -> str:
@@ -252,6 +270,11 @@ class RMProxy:
         if rejected:
             self._reject(rm, "application", si.ApplicationResponse(rejected=rejected))
         for name, specs in added.items():
+            directory = rm.apps[name]
+            for spec in specs:
+                # What comes for this id from now on goes through the partition, in order
+                # behind the add, until the partition publishes the actor it settles on.
+                directory.pop(spec.application_id, None)
             rm.partitions[name].tell(ApplicationsAdded(apps=tuple(specs)))
         for name, ids in removed.items():
             rm.partitions[name].tell(ApplicationsRemoved(application_ids=tuple(ids)))
@@ -309,9 +332,8 @@ class RMProxy:
         if rejected:
             self._reject(rm, "allocation", si.AllocationResponse(rejected=rejected))
         for name, per_app in routed.items():
-            ref = rm.partitions[name]
             for app_id, specs in per_app.items():
-                ref.tell(AsksUpdated(application_id=app_id, asks=tuple(specs)))
+                rm.app(name, app_id).tell(AsksUpdated(application_id=app_id, asks=tuple(specs)))
         for ref, msg in later:
             ref.tell(msg)
 
@@ -422,7 +444,7 @@ class RMProxy:
             termination, message = info[(name, app_id)]
             out.append(
                 (
-                    rm.partitions[name],
+                    rm.app(name, app_id),
                     AsksReleased(
                         application_id=app_id,
                         allocation_keys=tuple(keys),
@@ -454,7 +476,7 @@ class RMProxy:
                 )
             )
         return [
-            (rm.partitions[name], AllocationsReleased(application_id=app_id, releases=tuple(rels)))
+            (rm.app(name, app_id), AllocationsReleased(application_id=app_id, releases=tuple(rels)))
             for (name, app_id), rels in grouped.items()
         ]
 

@@ -12,6 +12,7 @@ from scheduler._resources import Res, add_into, fits_under_max, shares, sub_into
 
 if TYPE_CHECKING:
     from scheduler._application import Application
+    from scheduler._config import QueueConfig
 
 __all__ = ["APP_SORT_POLICY", "Queue", "QueueStatus"]
 
@@ -93,6 +94,37 @@ class Queue:
         policy = self.inherited_property(APP_SORT_POLICY).lower()
         self.sort_policy = "fair" if policy == "fair" else "fifo"
         self.refresh_limits()
+
+    def apply_config(self, conf: QueueConfig) -> None:
+        """Take the configured values of ``conf``: the queue is managed and active."""
+        self.dynamic = False
+        self.status = QueueStatus.ACTIVE
+        if self.parent is not None:
+            self.leaf = conf.is_leaf
+        self.configure(
+            max_resources=conf.max_resources,
+            guaranteed=conf.guaranteed,
+            properties=conf.properties,
+            submit_acl=conf.submit_acl,
+            admin_acl=conf.admin_acl,
+            max_applications=conf.max_applications,
+        )
+
+    def removable(self) -> bool:
+        """Empty, and either dynamic or draining: it may leave the tree."""
+        return (
+            self.parent is not None
+            and self.is_empty()
+            and not self.pending
+            and (self.dynamic or self.status is QueueStatus.DRAINING)
+        )
+
+    def detach(self) -> None:
+        """Leave the parent's children (``removable`` first)."""
+        parent = self.parent
+        assert parent is not None
+        del parent.children[self.name]
+        parent.pending_children.pop(self.name, None)
 
     def inherited_property(self, key: str) -> str:
         for queue in self.chain:

@@ -1,18 +1,15 @@
-"""Domain objects without an event loop: node order, pending asks, accounting, queues."""
+"""Domain objects without an event loop: node order, pending asks, accounting, queues, outbox."""
 
 from __future__ import annotations
 
 import itertools
-from typing import Any
 
 import pytest
 
 from scheduler import si
 from scheduler._application import Application, PendingAsks
-from scheduler._config import parse_config
-from scheduler._events import Event, NodeUpdate
 from scheduler._objects import Allocation, Ask, Node, NodeIndex
-from scheduler._partition import Partition
+from scheduler._outbox import Outbox
 from scheduler._queue import Queue
 from scheduler._resources import Res
 
@@ -94,37 +91,6 @@ def index_of(policy: str, *nodes: Node) -> NodeIndex:
 
 def order(index: NodeIndex) -> list[str]:
     return [n.node_id for n in index]
-
-
-class FakeTimers:
-    def __init__(self) -> None:
-        self.calls: list[tuple[Any, ...]] = []
-
-    def set(self, key: str, delay: float, message: Event, to: str) -> None:
-        self.calls.append(("set", key, delay, message, to))
-
-    def cancel(self, key: str) -> None:
-        self.calls.append(("cancel", key))
-
-
-PARTITION = """
-partitions:
-  - name: default
-    queues:
-      - name: root
-        submitacl: "*"
-"""
-
-
-def make_partition() -> Partition:
-    return Partition(
-        parse_config(PARTITION).partitions[0], rm_id="rm", clock=lambda: 0.0, timers=FakeTimers()
-    )
-
-
-def node_update(node_id: str, action: si.ActionFromRM = si.ActionFromRM.CREATE) -> NodeUpdate:
-    capacity = {"memory": 100, "vcore": 10} if action == si.ActionFromRM.CREATE else None
-    return NodeUpdate(node_id=node_id, action=action, capacity=capacity)
 
 
 # ============================================================================ NodeIndex
@@ -236,20 +202,6 @@ def test_discarded_node_leaves_the_index() -> None:
 def test_unknown_node_sort_policy_raises() -> None:
     with pytest.raises(ValueError, match="unknown node sorting policy"):
         NodeIndex("random")
-
-
-def test_drained_nodes_are_not_in_the_partition_index() -> None:
-    p = make_partition()
-    p.update_nodes([node_update("n1"), node_update("n2")])
-    assert "n1" in p.index and "n2" in p.index
-    p.update_nodes([node_update("n1", si.ActionFromRM.DRAIN_NODE)])
-    assert "n1" not in p.index
-    assert "n1" in p.nodes  # still a node of the partition, just not schedulable
-    assert order(p.index) == ["n2"]
-    p.update_nodes([node_update("n1", si.ActionFromRM.DRAIN_TO_SCHEDULABLE)])
-    assert "n1" in p.index
-    p.update_nodes([node_update("n2", si.ActionFromRM.DECOMISSION)])
-    assert "n2" not in p.index and "n2" not in p.nodes
 
 
 # ============================================================================ PendingAsks
@@ -615,3 +567,65 @@ def test_an_application_is_walked_only_while_it_has_pending_asks() -> None:
     assert app_ids(leaf.sorted_applications()) == ["app-1", "app-2", "app-3"]  # back in place
     leaf.remove_application(second)
     assert app_ids(leaf.sorted_applications()) == ["app-1", "app-3"]
+
+
+# ============================================================================ Outbox
+def _alloc_si(key: str) -> si.Allocation:
+    return si.Allocation(allocation_key=key, uuid=key)
+
+
+def _event(reason: str) -> si.EventRecord:
+    return si.EventRecord(reason=reason)
+
+
+def test_outbox_flush_merges_consecutive_entries_and_keeps_order() -> None:
+    box = Outbox()
+    a1, a2 = _alloc_si("a1"), _alloc_si("a2")
+    rejected = si.RejectedAllocationAsk(allocation_key="r")
+    updated = si.UpdatedApplication(application_id="app", state="Starting")
+    accepted = si.AcceptedApplication(application_id="app2")
+    released = si.AllocationRelease(uuid="a1")
+    e1, e2 = _event("one"), _event("two")
+    node = si.AcceptedNode(node_id="n1")
+    for field, item in [
+        ("new", a1),
+        ("rejected", rejected),
+        ("new", a2),
+        ("app_updated", updated),
+        ("app_accepted", accepted),
+        ("released", released),
+        ("event", e1),
+        ("event", e2),
+        ("node_accepted", node),
+    ]:
+        if field == "event":
+            box.events.append(item)  # type: ignore[arg-type]
+        else:
+            box.add(field, item)
+    assert len(box) == 9
+    assert box.flush() == [
+        ("allocation", si.AllocationResponse(new=[a1, a2], rejected=[rejected])),
+        ("application", si.ApplicationResponse(updated=[updated], accepted=[accepted])),
+        ("allocation", si.AllocationResponse(released=[released])),
+        ("node", si.NodeResponse(accepted=[node])),
+        ("event", [e1, e2]),
+    ]
+    assert len(box) == 0
+    assert box.flush() == []
+
+
+def test_outbox_keeps_interleaved_kinds_apart_and_events_after() -> None:
+    box = Outbox()
+    e1, e2 = _event("one"), _event("two")
+    a1, a2 = _alloc_si("a1"), _alloc_si("a2")
+    updated = si.UpdatedApplication(application_id="app", state="Starting")
+    box.events.append(e1)
+    box.add("new", a1)
+    box.events.append(e2)
+    box.add("new", a2)
+    box.add("app_updated", updated)
+    assert box.flush() == [
+        ("allocation", si.AllocationResponse(new=[a1, a2])),  # events do not split them
+        ("application", si.ApplicationResponse(updated=[updated])),
+        ("event", [e1, e2]),
+    ]

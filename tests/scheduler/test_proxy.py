@@ -30,6 +30,7 @@ class FakeRef:
     def __init__(self, name: str) -> None:
         self.name = name
         self.told: list[Any] = []
+        self.alive = True
 
     def tell(self, msg: Any) -> None:
         self.told.append(msg)
@@ -41,11 +42,10 @@ class Env:
         self.callback = FakeRef("callback")
         self.default = FakeRef("default")
         self.other = FakeRef("other")
-        self.proxy.rms[RM] = RMRecord(
-            RM,
-            cast(ActorRef, self.callback),
-            {"default": cast(ActorRef, self.default), "other": cast(ActorRef, self.other)},
-        )
+        record = self.proxy.rms[RM] = RMRecord(RM, cast(ActorRef, self.callback))
+        self.apps: dict[str, ActorRef] = {}  # the default partition's published app actors
+        record.add_partition("default", cast(ActorRef, self.default), self.apps)
+        record.add_partition("other", cast(ActorRef, self.other), {})
 
     def nothing_sent(self) -> bool:
         return not (self.callback.told or self.default.told or self.other.told)
@@ -245,6 +245,52 @@ def test_asks_of_one_request_split_by_partition_and_application(env: Env) -> Non
     )
     assert routed_asks(env.default) == {"app-1": ["a", "d"], "app-2": ["c"]}
     assert routed_asks(env.other) == {"app-1": ["b"]}
+
+
+def release_request(app_id: str) -> si.AllocationRequest:
+    return si.AllocationRequest(
+        rm_id=RM,
+        releases=si.AllocationReleasesRequest(
+            allocations_to_release=[si.AllocationRelease(application_id=app_id, uuid="u-1")],
+            allocation_asks_to_release=[
+                si.AllocationAskRelease(application_id=app_id, allocation_key="k1")
+            ],
+        ),
+    )
+
+
+def test_asks_and_releases_go_straight_to_a_published_application_actor(env: Env) -> None:
+    app_ref = FakeRef("app-1")
+    env.apps["app-1"] = cast(ActorRef, app_ref)
+    env.proxy.update_allocation(asks_request(ask("k1", "app-1"), ask("k2", "app-2")))
+    env.proxy.update_allocation(release_request("app-1"))
+    assert routed_asks(env.default) == {"app-2": ["k2"]}  # not published: via the partition
+    kinds = [type(m) for m in app_ref.told]
+    assert kinds == [AsksUpdated, AsksReleased, AllocationsReleased]
+
+
+def test_a_stopped_application_actor_is_bypassed(env: Env) -> None:
+    app_ref = FakeRef("app-1")
+    app_ref.alive = False
+    env.apps["app-1"] = cast(ActorRef, app_ref)
+    env.proxy.update_allocation(asks_request(ask("k1", "app-1")))
+    assert app_ref.told == []
+    assert routed_asks(env.default) == {"app-1": ["k1"]}
+
+
+def test_adding_an_application_sends_what_follows_through_the_partition(env: Env) -> None:
+    """An add may replace the application's actor: until the partition publishes the one
+    it settles on, messages for the id queue up behind the add, in the RM's order."""
+    app_ref = FakeRef("app-1")
+    env.apps["app-1"] = cast(ActorRef, app_ref)
+    env.proxy.update_application(
+        si.ApplicationRequest(
+            rm_id=RM, new=[si.AddApplicationRequest(application_id="app-1", queue_name="a")]
+        )
+    )
+    env.proxy.update_allocation(asks_request(ask("k1", "app-1")))
+    assert "app-1" not in env.apps and app_ref.told == []
+    assert [type(m) for m in env.default.told] == [ApplicationsAdded, AsksUpdated]
 
 
 @pytest.mark.parametrize(("count", "expected"), [(0, 1), (1, 1), (3, 3)])

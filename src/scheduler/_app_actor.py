@@ -1,0 +1,341 @@
+"""The application actor: one application's conversations and every flow that changes it.
+
+Asks and releases come to it straight from the RM proxy; its timers come to it; the
+partition's scheduling pass and node flows call into it in the same turn (``allocated``,
+``begin_replacement``, ``allocation_lost``, ``recover``). It owns the application's state
+machine and what entering a state means, and its gang (``scheduler._gang``): placeholder
+timers and every handshake with the RM, as handlers that await the RM's confirmation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
+
+from actors import Actor, Promise, TimerHandle
+from scheduler import si
+from scheduler._application import AppEvent, Application, AppState
+from scheduler._errors import SchedulerError
+from scheduler._events import (
+    AllocationReleased,
+    AllocationsReleased,
+    AppTimer,
+    AsksReleased,
+    AsksUpdated,
+    PlaceholderTimer,
+    Retire,
+)
+from scheduler._gang import REPLACED, Gang
+from scheduler._resources import Res
+
+if TYPE_CHECKING:
+    from scheduler._objects import Allocation, Ask
+    from scheduler._partition import Partition
+
+__all__ = ["ApplicationActor"]
+
+_COMPLETABLE_STATES = frozenset({AppState.ACCEPTED, AppState.STARTING, AppState.RUNNING})
+# What YuniKorn counts as a running application (``maxapplications``).
+_RUNNING_STATES = frozenset({AppState.STARTING, AppState.RUNNING})
+# The timer entering a state starts: the ``Timeouts`` field and the event it fires.
+_STATE_TIMERS: dict[AppState, tuple[str, AppEvent]] = {
+    AppState.STARTING: ("starting", AppEvent.RUN),
+    AppState.COMPLETING: ("completing", AppEvent.COMPLETE),
+    AppState.COMPLETED: ("terminated", AppEvent.EXPIRE),
+    AppState.FAILED: ("terminated", AppEvent.EXPIRE),
+    AppState.REJECTED: ("terminated", AppEvent.EXPIRE),
+}
+
+
+class ApplicationActor(Actor):
+    """Owns one ``Application`` of a partition (it shares the partition's dispatcher)."""
+
+    def __init__(self, partition: Partition, app: Application) -> None:
+        self.partition = partition
+        self.app = app
+        self.gang = Gang(self)
+        self.state_timer: TimerHandle | None = None
+        # Handlers waiting for the application's allocations to reach a condition.
+        self._waiters: list[tuple[Callable[[], bool], Promise[None]]] = []
+
+    async def receive(self, message: object) -> object:
+        match message:
+            case AsksUpdated(asks=asks):
+                self.update_asks(asks)
+            case AllocationsReleased(releases=releases):
+                self.release_allocations(releases)
+            case AsksReleased(allocation_keys=keys):
+                self.release_asks(keys)
+            case AppTimer():
+                await self.on_state_timer(message)
+            case PlaceholderTimer():
+                timer = self.gang.timer
+                if timer is not None and timer.fired:  # not one cancelled and set anew
+                    await self.gang.placeholder_timeout()
+            case Retire():
+                self.actor_ref.stop()  # an application of the same id took its place
+            case _:
+                raise SchedulerError(
+                    f"application {self.app.application_id}: unexpected {message!r}"
+                )
+        return None
+
+    # ============================================================================= asks
+    def update_asks(self, asks: tuple[Ask, ...]) -> None:
+        """Add or replace asks; the application owns the ``Ask`` values from now on."""
+        app, p = self.app, self.partition
+        if app.terminated or app.queue is None or app.state is AppState.FAILING:
+            for ask in asks:
+                p.outbox.reject_ask(ask, f"application {app.application_id} is {app.state}")
+            return
+        delta: Res = {}
+        now = p.clock()
+        seq = p.take_seq(len(asks))
+        for ask in asks:
+            if app.reservations:
+                old = app.asks.get(ask.allocation_key)
+                if old is not None:
+                    p.reservations.release_ask(app, old)
+            ask.seq = seq
+            seq += 1
+            ask.created = now
+            ask.pending = ask.max_allocations
+            app.add_ask(ask, delta)
+        if delta:
+            app.apply_pending(delta)
+            app.queue.add_pending(delta)
+        if app.reservations and app.placeholders_wanted:
+            # Real asks of a task group wait for the placeholders: they hold no node meanwhile.
+            for reservation in list(app.reservations.values()):
+                held = reservation.ask
+                if held.task_group_name in app.task_groups and not (
+                    held.placeholder or held.no_replace
+                ):
+                    p.reservations.release(reservation)
+        if asks:
+            if app.state in (AppState.NEW, AppState.COMPLETING):
+                self.transition(AppEvent.RUN)
+            p.wake()
+
+    def release_asks(self, keys: Iterable[str]) -> None:
+        """The RM withdraws asks (all of them when ``keys`` is empty)."""
+        app = self.app
+        for key in list(keys) or list(app.asks):
+            self.remove_ask(key)
+        self.maybe_complete()
+
+    def remove_ask(self, key: str) -> None:
+        app, p = self.app, self.partition
+        ask = app.asks.get(key)
+        if ask is not None and app.reservations:
+            p.reservations.release_ask(app, ask)
+        placing = app.placeholders_wanted
+        delta = app.remove_ask(key)
+        if delta and app.queue is not None:
+            app.queue.add_pending(delta)
+        if placing and not app.placeholders_wanted:
+            p.wake()  # real asks that waited for the placeholders may go now
+            if app.gang_held:
+                self.gang.release_hold()  # nothing left to place: the hold goes
+
+    # ====================================================================== allocations
+    def release_allocations(self, releases: Iterable[AllocationReleased]) -> None:
+        """The RM releases allocations, or confirms releases the core asked for."""
+        app = self.app
+        for rel in releases:
+            if not rel.uuid:
+                for each in list(app.allocations.values()):
+                    self._release(each, rel.termination, rel.message)
+                continue
+            alloc = app.allocations.get(rel.uuid)
+            if alloc is None:
+                self.log.warning(
+                    "release of unknown allocation {} of {}", rel.uuid, app.application_id
+                )
+                continue
+            self._release(alloc, rel.termination, rel.message)
+        self.maybe_complete()
+
+    def _release(self, alloc: Allocation, termination: si.TerminationType, message: str) -> None:
+        """Take an allocation away and confirm the release to the RM."""
+        if (
+            termination is REPLACED
+            and alloc.release_pending is REPLACED
+            and self.gang.confirmed(alloc)
+        ):
+            return  # the handshake that waited for this goes on as its own turn
+        p = self.partition
+        p.free_on_node(alloc)
+        self.drop_allocation(alloc)
+        if alloc.release_pending != termination:  # not the RM confirming our own release
+            p.outbox.release(alloc, termination, message)
+        p.wake()
+
+    def drop_allocation(self, alloc: Allocation) -> None:
+        """``alloc`` leaves the application and its queue (its node is the caller's)."""
+        app = self.app
+        if app.remove_allocation(alloc.uuid) is None:
+            return
+        if app.queue is not None:
+            app.queue.remove_allocated(alloc.resource)
+        if alloc.placeholder:
+            self.gang.placeholder_dropped(alloc)
+        self.allocations_changed()
+
+    def allocated(self, ask: Ask, alloc: Allocation) -> None:
+        """The scheduling pass committed ``alloc`` (node, queue and application updated)."""
+        if ask.placeholder:
+            self.gang.placeholder_placed(alloc)
+        elif self.app.state is not AppState.RUNNING:
+            self.transition(AppEvent.RUN)
+
+    def begin_replacement(self, ask: Ask, placeholder: Allocation) -> bool:
+        """The scheduling pass chose ``placeholder`` for real ``ask`` (see ``Gang``)."""
+        return self.gang.begin_replacement(ask, placeholder)
+
+    def allocation_lost(self, alloc: Allocation, message: str) -> None:
+        """``alloc`` went with its node (already taken off it)."""
+        self.drop_allocation(alloc)
+        self.partition.outbox.release(alloc, si.TerminationType.STOPPED_BY_RM, message)
+        self.maybe_complete()
+        self.partition.wake()
+
+    def recover(self, alloc: Allocation) -> None:
+        """``alloc`` exists on a node the RM registered (already put on it)."""
+        app = self.app
+        app.add_allocation(alloc)
+        assert app.queue is not None
+        app.queue.add_allocated(alloc.resource)
+        if app.state is AppState.NEW:
+            self.transition(AppEvent.RUN)
+        if alloc.placeholder:
+            # It has no ask to count it.
+            app.task_group(alloc.task_group_name, alloc.resource).count += 1
+            self.gang.placeholder_placed(alloc)
+        else:
+            self.transition(AppEvent.RUN)
+
+    def allocations_changed(self) -> None:
+        """An allocation left: wake the handlers whose condition now holds."""
+        if self._waiters:
+            waiting = self._waiters
+            self._waiters = []
+            for condition, promise in waiting:
+                if condition():
+                    promise.resolve(None)
+                else:
+                    self._waiters.append((condition, promise))
+
+    async def until(self, condition: Callable[[], bool]) -> None:
+        """Await (in a handler) the moment ``condition`` of the allocations holds."""
+        if condition():
+            return
+        promise: Promise[None] = self.promise()
+        self._waiters.append((condition, promise))
+        await promise
+
+    # ==================================================================== the lifecycle
+    def reject(self, reason: str) -> None:
+        """The partition could not place it."""
+        self.app.rejected_message = reason
+        self.transition(AppEvent.REJECT, reason)
+
+    def remove(self) -> None:
+        """The RM removes the application: everything it holds goes."""
+        app = self.app
+        for key in list(app.asks):
+            self.remove_ask(key)
+        for alloc in list(app.allocations.values()):
+            self._release(alloc, si.TerminationType.STOPPED_BY_RM, "application removed")
+        while app.state not in (AppState.COMPLETED, AppState.FAILED, AppState.REJECTED):
+            if app.state is AppState.RESUMING:
+                self.transition(AppEvent.RUN)
+                continue
+            event = AppEvent.FAIL if app.state is AppState.FAILING else AppEvent.COMPLETE
+            self.transition(event, "application removed by the RM")
+
+    def maybe_complete(self) -> None:
+        app = self.app
+        if app.is_idle and app.state in _COMPLETABLE_STATES:
+            self.transition(AppEvent.COMPLETE)
+
+    def transition(self, event: AppEvent, message: str = "") -> None:
+        """Fire ``event`` and carry out what entering the new state means."""
+        app, p = self.app, self.partition
+        old = app.state
+        new = app.fire(event, p.clock())
+        if new is old:
+            return
+        was_running, is_running = old in _RUNNING_STATES, new in _RUNNING_STATES
+        if was_running != is_running and app.queue is not None:
+            app.queue.count_running(1 if is_running else -1)
+            if was_running and app.queue.app_limited_chain:
+                p.wake()  # an application waiting for maxapplications may start now
+        self.log.debug("application {} {} -> {}", app.application_id, old, new)
+        p.outbox.add(
+            "app_updated",
+            si.UpdatedApplication(
+                application_id=app.application_id,
+                state=str(new),
+                state_transition_timestamp=int(p.clock() * 1e9),
+                message=message,
+            ),
+        )
+        p.outbox.event(
+            si.EventRecordType.APP,
+            app.application_id,
+            str(new),
+            message or f"application {app.application_id} is {new}",
+            group=app.queue_name,
+        )
+        self._start_state_timer(new)
+        if new in (AppState.COMPLETED, AppState.FAILED):
+            self._leave_queue()
+        elif new is AppState.EXPIRED:
+            self._expired()
+
+    def _start_state_timer(self, state: AppState) -> None:
+        if self.state_timer is not None:
+            self.state_timer.cancel()
+            self.state_timer = None
+        timer = _STATE_TIMERS.get(state)
+        if timer is not None:
+            field, event = timer
+            self.state_timer = self.actor_system.timers.after(
+                getattr(self.partition.timeouts, field),
+                AppTimer(application_id=self.app.application_id, event=event, state=str(state)),
+                to=self.actor_ref,
+            )
+
+    async def on_state_timer(self, msg: AppTimer) -> None:
+        app = self.app
+        if str(app.state) != msg.state:
+            return  # set in a state it has left
+        if app.state is AppState.COMPLETING and app.placeholder_count:
+            await self.gang.clean_up()  # leftover placeholders go first
+            return
+        event = AppEvent(msg.event)
+        if app.can_fire(event):
+            self.transition(event)
+
+    def _leave_queue(self) -> None:
+        app, p = self.app, self.partition
+        p.reservations.release_application(app)
+        for key in list(app.asks):
+            self.remove_ask(key)
+        self.gang.release_hold()
+        if self.gang.timer is not None:
+            self.gang.timer.cancel()
+            self.gang.timer = None
+        p.application_left(app)
+
+    def _expired(self) -> None:
+        """Three days after it ended: the id is forgotten and this actor stops."""
+        p, app_id = self.partition, self.app.application_id
+        if p.terminated.get(app_id) is self.app:
+            del p.terminated[app_id]
+        p.forget_actor(app_id, self.actor_ref)
+        self.actor_ref.stop()
+
+    def __repr__(self) -> str:
+        return f"<ApplicationActor {self.app!r}>"

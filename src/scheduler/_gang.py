@@ -1,0 +1,403 @@
+"""Gang scheduling, the application's side (seed 000: YuniKorn's gang scheduling design).
+
+Placeholders are placed like any ask; a real ask of a task group takes the place of one of
+its placeholders through a release handshake with the RM; placeholders nobody uses time
+out. Each flow that waits for the RM is one coroutine run as a handler of the
+application's actor: it changes state, tells the RM, awaits the RM's confirmation (the
+actor's turn ends meanwhile and the partition goes on scheduling), and reads the state
+again when it goes on.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from actors import DeadlineExceeded, Promise, TimerHandle
+from scheduler import si
+from scheduler._application import AppEvent, AppState, TaskGroup
+from scheduler._events import PlaceholderTimer
+from scheduler._objects import Allocation, Ask, new_uuid
+from scheduler._placement import show
+from scheduler._resources import add_into, fits, sub_into
+
+if TYPE_CHECKING:
+    from scheduler._app_actor import ApplicationActor
+
+__all__ = ["Gang", "Replacement"]
+
+REPLACED = si.TerminationType.PLACEHOLDER_REPLACED
+TIMEOUT = si.TerminationType.TIMEOUT
+
+
+class Replacement:
+    """A handshake in flight: ``placeholder`` was released to the RM for real ``ask``.
+
+    ``confirmed`` settles True when the RM confirms the release, False when the
+    placeholder went some other way; ``cancelled`` is set when the application no longer
+    wants the real allocation (a Hard timeout).
+    """
+
+    __slots__ = ("ask", "cancelled", "confirmed", "placeholder")
+
+    def __init__(self, placeholder: Allocation, ask: Ask, confirmed: Promise[bool]) -> None:
+        self.placeholder = placeholder
+        self.ask = ask
+        self.confirmed = confirmed
+        self.cancelled = False
+
+    def __repr__(self) -> str:
+        return f"<Replacement {self.placeholder.uuid} for {self.ask.allocation_key}>"
+
+
+class Gang:
+    """The gang flows of one application, run by (and in the turns of) its actor."""
+
+    def __init__(self, actor: ApplicationActor) -> None:
+        self.actor = actor
+        self.app = actor.app
+        self.partition = actor.partition
+        self.timer: TimerHandle | None = None  # the placeholder timeout, once one is placed
+
+    # ========================================================================== placing
+    def placeholder_placed(self, alloc: Allocation) -> None:
+        """A placeholder was allocated (or recovered): track it and move the gang on."""
+        app, p = self.app, self.partition
+        app.task_group(alloc.task_group_name, alloc.resource).free[alloc.uuid] = alloc
+        queue = app.queue
+        if not app.gang_started:
+            app.gang_started = True
+            if app.placeholder_ask and queue is not None and queue.limited_chain:
+                app.gang_held = dict(app.placeholder_ask)
+                for q in queue.chain:
+                    add_into(q.gang_reserved, app.gang_held)
+        held = app.gang_held
+        if held and queue is not None:
+            taken = {n: min(v, held[n]) for n, v in alloc.resource.items() if held.get(n)}
+            sub_into(held, taken)
+            for q in queue.chain:
+                sub_into(q.gang_reserved, taken)
+        if self.timer is None:
+            ms = app.execution_timeout_ms
+            self.timer = self.actor.actor_system.timers.after(
+                ms / 1000 if ms > 0 else p.timeouts.placeholder,
+                PlaceholderTimer(application_id=app.application_id),
+                to=self.actor.actor_ref,
+            )
+        p.outbox.event(
+            si.EventRecordType.REQUEST,
+            alloc.allocation_key,
+            "PlaceholderAllocated",
+            f"placeholder {alloc.uuid} of task group {alloc.task_group_name} allocated on "
+            f"node {alloc.node_id}",
+            group=app.application_id,
+        )
+        if app.state is AppState.NEW:
+            self.actor.transition(AppEvent.RUN)
+        if app.state is AppState.ACCEPTED and app.placeholders_placed():
+            self.release_hold()
+            self.actor.transition(AppEvent.RUN, "all placeholders allocated")
+        if not app.placeholders_wanted:
+            p.wake()  # real asks that waited for the gang may go now
+
+    def release_hold(self) -> None:
+        """Give back the part of the queue quota the gang held for its unplaced members."""
+        app = self.app
+        held = app.gang_held
+        if held and app.queue is not None:
+            for q in app.queue.chain:
+                sub_into(q.gang_reserved, held)
+            self.partition.wake()  # a gang waiting for the quota may start now
+        app.gang_held = {}
+
+    # ====================================================================== replacement
+    def begin_replacement(self, ask: Ask, placeholder: Allocation) -> bool:
+        """The scheduling pass chose ``placeholder`` for real ``ask``: claim it now (in the
+        pass's turn) and run the handshake as a handler of this application's actor.
+
+        A real ask larger than the placeholder cannot use it: the placeholder is released
+        with ``TIMEOUT`` and the ask goes on as a normal ask.
+        """
+        app, p = self.app, self.partition
+        group = app.task_groups.get(placeholder.task_group_name)
+        if (
+            group is None
+            or group.free.get(placeholder.uuid) is not placeholder
+            or ask.pending <= 0
+            or app.asks.get(ask.allocation_key) is not ask
+            or app.allocations.get(placeholder.uuid) is not placeholder
+        ):
+            return False
+        del group.free[placeholder.uuid]
+        if not fits(ask.resource, placeholder.resource):
+            ask.no_replace = True
+            self._time_out(group, placeholder, "cancel placeholder: resource incompatible")
+            p.outbox.event(
+                si.EventRecordType.REQUEST,
+                ask.allocation_key,
+                "PlaceholderCancelled",
+                f"placeholder {placeholder.uuid} released: ask {ask.allocation_key} "
+                f"{show(ask.resource)} is larger than the placeholder {show(placeholder.resource)}",
+                group=app.application_id,
+            )
+            p.wake()
+            return True
+        self.actor.run_handler(self._replace(ask, placeholder))
+        return True
+
+    async def _replace(self, ask: Ask, placeholder: Allocation) -> None:
+        """One replacement, start to end: mark the placeholder, release it to the RM,
+        await the RM's confirmation, then swap placeholder and real allocation in one step."""
+        app, p = self.app, self.partition
+        placeholder.release_pending = REPLACED
+        app.take_pending(ask)
+        if app.queue is not None:
+            app.queue.remove_pending(ask.resource)
+        node = p.nodes.get(placeholder.node_id)
+        if app.reservations and node is not None:
+            p.reservations.after_allocation(app, ask, node)
+        rep = Replacement(placeholder, ask, self.actor.promise())
+        app.replacing[placeholder.uuid] = rep
+        p.outbox.release(placeholder, REPLACED, f"placeholder replaced by ask {ask.allocation_key}")
+        if ask.pending:
+            p.wake()
+        try:
+            confirmed = await rep.confirmed.within(p.timeouts.handshake)
+        except DeadlineExceeded:
+            self._overdue(rep)
+            confirmed = await rep.confirmed  # a late confirmation still completes it
+        # Anything may have changed while the RM was asked: read it all again.
+        del app.replacing[placeholder.uuid]
+        if confirmed and app.allocations.get(placeholder.uuid) is placeholder:
+            self._swap(rep)
+        else:
+            self._fell_through(rep)
+
+    def confirmed(self, alloc: Allocation) -> bool:
+        """The RM confirmed a ``PLACEHOLDER_REPLACED`` release: True if a handshake waited
+        for it (and now goes on); a confirmation nobody awaits changes nothing here."""
+        rep = self.app.replacing.get(alloc.uuid)
+        if rep is None:
+            return False
+        rep.confirmed.resolve(True)  # a second confirmation finds it settled: a no-op
+        return True
+
+    def _overdue(self, rep: Replacement) -> None:
+        app, p = self.app, self.partition
+        bound = p.timeouts.handshake
+        uuid = rep.placeholder.uuid
+        self.actor.log.warning(
+            "application {}: the RM has not confirmed the release of placeholder {} after {}s",
+            app.application_id,
+            uuid,
+            bound,
+        )
+        p.outbox.event(
+            si.EventRecordType.REQUEST,
+            rep.ask.allocation_key,
+            "PlaceholderReleaseOverdue",
+            f"placeholder {uuid} is still waiting for the RM to confirm its release "
+            f"after {bound:g}s; ask {rep.ask.allocation_key} takes its place once it does",
+            group=app.application_id,
+        )
+
+    def _swap(self, rep: Replacement) -> None:
+        """The real allocation takes the placeholder's place: node, application and queue in
+        one update. A real ask smaller than the placeholder gives the difference back; if
+        the application no longer wants the ask, only the placeholder goes."""
+        app, p = self.app, self.partition
+        ph, ask = rep.placeholder, rep.ask
+        node = p.nodes.get(ph.node_id)
+        queue = app.queue
+        real: Allocation | None = None
+        if (
+            node is not None
+            and not rep.cancelled
+            and app.asks.get(ask.allocation_key) is ask
+            and app.state is not AppState.FAILING
+        ):
+            real = Allocation(
+                new_uuid(),
+                ask.allocation_key,
+                app.application_id,
+                p.name,
+                node.node_id,
+                ask.resource,
+                ask.priority,
+                ask.tags,
+                ask.task_group_name,
+                False,
+                ask.created,
+                p.clock(),
+            )
+        real_before = len(app.allocations) - app.placeholder_count
+        same = real is not None and real.resource == ph.resource
+        if node is not None:
+            if real is not None and same:
+                node.swap_allocation(ph.uuid, real)  # same size: node totals stay
+            else:
+                node.remove_allocation(ph.uuid)
+                if real is not None:
+                    node.add_allocation(real)
+                p.index.update(node)
+        app.remove_allocation(ph.uuid)
+        if queue is not None and not same:
+            queue.remove_allocated(ph.resource)
+        group = app.task_groups.get(ph.task_group_name)
+        if real is None:
+            if group is not None:
+                group.timedout += 1
+            self.after_placeholders()
+            self.actor.allocations_changed()
+            self.actor.maybe_complete()
+            p.wake()
+            return
+        app.add_allocation(real)
+        if queue is not None and not same:
+            queue.add_allocated(real.resource)
+        if group is not None:
+            group.replaced += 1
+        p.total_allocations += 1
+        p.outbox.add("new", real.to_si(ask.resource_si()))
+        p.outbox.event(
+            si.EventRecordType.REQUEST,
+            ask.allocation_key,
+            "PlaceholderReplaced",
+            f"placeholder {ph.uuid} replaced by allocation {real.uuid} on node {real.node_id}",
+            group=app.application_id,
+        )
+        if app.state in (AppState.ACCEPTED, AppState.COMPLETING) or (
+            app.state is AppState.STARTING and real_before
+        ):
+            self.actor.transition(AppEvent.RUN)
+        self.after_placeholders()
+        self.actor.allocations_changed()
+        p.wake()
+
+    def _fell_through(self, rep: Replacement) -> None:
+        """The placeholder went another way (node removed, released): the real ask wants an
+        allocation again, and the next pass finds it another placeholder or a node."""
+        app = self.app
+        delta = app.give_back_pending(rep.ask)
+        if delta and app.queue is not None:
+            app.queue.add_pending(delta)
+            self.partition.wake()
+        self.actor.maybe_complete()
+
+    def placeholder_dropped(self, alloc: Allocation) -> None:
+        """A placeholder left the application without replacing anything."""
+        app = self.app
+        rep = app.replacing.get(alloc.uuid) if app.replacing else None
+        if rep is not None:
+            rep.confirmed.resolve(False)  # its handshake gives the real ask back
+        group = app.task_groups.get(alloc.task_group_name)
+        if group is not None and alloc.release_pending is not TIMEOUT:
+            group.timedout += 1  # a TIMEOUT release was counted when it was sent
+        self.after_placeholders()
+
+    def after_placeholders(self) -> None:
+        """The last placeholder went: no timeout is left to run."""
+        if not self.app.placeholder_count and self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+
+    # ========================================================================= timeouts
+    async def placeholder_timeout(self) -> None:
+        """The placeholder timeout ran out (YuniKorn's ``timeoutPlaceholderProcessing``).
+
+        An application that got all its placeholders only loses the unused ones. One still
+        placing them gives up: ``Hard`` releases everything, goes ``Failing`` and, once the
+        RM confirmed the releases, ``Failed``; ``Soft`` goes ``Resuming`` and, once the
+        placeholders are gone, ``Accepted`` as a normal application. The releases go out in
+        one response, before the state change.
+        """
+        self.timer = None
+        app, actor = self.app, self.actor
+        state = app.state
+        unused = "releasing allocated placeholders on placeholder timeout"
+        if state in (AppState.STARTING, AppState.RUNNING, AppState.COMPLETING):
+            self.release_hold()
+            asks = self._release_asks(real_too=False)
+            self._timeout_event(self._release_free(unused), asks)
+            return
+        if state not in (AppState.NEW, AppState.ACCEPTED):
+            return
+        hard = app.gang_scheduling_style == "Hard"
+        asks = self._release_asks(real_too=hard)
+        released = self._release_free(unused)
+        if hard:
+            for rep in app.replacing.values():
+                rep.cancelled = True
+        self.release_hold()
+        self._timeout_event(released, asks)
+        actor.transition(AppEvent.FAIL if hard else AppEvent.RESUME, "ResourceReservationTimeout")
+        changes = len(app.state_log)
+        if hard:
+            await actor.until(lambda: not app.allocations)
+            if len(app.state_log) == changes:
+                actor.transition(AppEvent.FAIL, "all placeholders released")
+            return
+        await actor.until(lambda: not app.placeholder_count)
+        if len(app.state_log) == changes:
+            actor.transition(AppEvent.RUN, "placeholders released: scheduling normally")
+            if app.allocations:  # a replacement completed while it resumed
+                actor.transition(AppEvent.RUN)
+            actor.maybe_complete()
+
+    async def clean_up(self) -> None:
+        """``Completing`` timed out with placeholders left: release them with ``TIMEOUT``,
+        and complete once the RM confirmed (unless the application moved on meanwhile)."""
+        app = self.app
+        changes = len(app.state_log)
+        released = self._release_free("releasing placeholders on app complete")
+        self._timeout_event(released, 0)
+        await self.actor.until(lambda: not app.placeholder_count)
+        if len(app.state_log) == changes:
+            self.actor.transition(AppEvent.COMPLETE, "placeholders released")
+
+    def _release_free(self, message: str) -> int:
+        """Release every placeholder no real ask claimed, with ``TIMEOUT``."""
+        released = 0
+        for group in self.app.task_groups.values():
+            for ph in group.free.values():
+                self._time_out(group, ph, message)
+                released += 1
+            group.free.clear()
+        return released
+
+    def _time_out(self, group: TaskGroup, ph: Allocation, message: str) -> None:
+        """Release placeholder ``ph`` with ``TIMEOUT``; it counts as timed out now, once."""
+        ph.release_pending = TIMEOUT
+        group.timedout += 1
+        self.partition.outbox.release(ph, TIMEOUT, message)
+
+    def _release_asks(self, real_too: bool) -> int:
+        """Release pending placeholder asks (and real ones with ``real_too``), ``TIMEOUT``."""
+        app = self.app
+        in_handshake = {id(r.ask) for r in app.replacing.values()}
+        released = 0
+        for ask in list(app.asks.values()):
+            if not ask.placeholder and not real_too:
+                continue
+            if ask.pending <= 0 and id(ask) not in in_handshake:
+                continue
+            if ask.placeholder:
+                group = app.task_groups.get(ask.task_group_name)
+                if group is not None:
+                    group.timedout += ask.pending
+            self.partition.outbox.release_ask(
+                ask, TIMEOUT, "releasing placeholder asks on placeholder timeout"
+            )
+            self.actor.remove_ask(ask.allocation_key)
+            released += 1
+        return released
+
+    def _timeout_event(self, released: int, asks: int) -> None:
+        app = self.app
+        self.partition.outbox.event(
+            si.EventRecordType.APP,
+            app.application_id,
+            "PlaceholderTimeout",
+            f"placeholder timeout of application {app.application_id}: {released} "
+            f"placeholders and {asks} asks released",
+            group=app.queue_name,
+        )

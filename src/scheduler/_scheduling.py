@@ -1,0 +1,373 @@
+"""Scheduling by proposal and commit (seed 004), run by the partition's actor.
+
+``propose()`` reads queues, applications and nodes directly and changes nothing; ``commit()``
+re-checks what the proposal assumed and applies it to node, node index, application and
+queue chain in one step, then hands the application's side of it (its state machine, its
+gang) to the application's actor in the same turn. No mailbox round trip per queue,
+application or node.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import msgspec
+
+from scheduler._application import Application, AppState
+from scheduler._objects import Allocation, Ask, Node, new_uuid
+from scheduler._resources import fits, fits_under_max
+
+if TYPE_CHECKING:
+    from scheduler._partition import Partition
+    from scheduler._queue import Queue
+
+__all__ = ["SCHEDULABLE_STATES", "Proposal", "Scheduler"]
+
+Size = tuple[tuple[str, int], ...]
+
+SCHEDULABLE_STATES = frozenset(
+    {AppState.ACCEPTED, AppState.STARTING, AppState.RUNNING, AppState.COMPLETING}
+)
+
+
+class Proposal(msgspec.Struct, gc=False):
+    """A read-only scheduling decision: allocate one of ``ask`` on ``node``."""
+
+    application: Application
+    ask: Ask
+    node: Node
+    reserve: bool = False  # reserve the node for the ask instead of allocating
+    replace: Allocation | None = None  # the placeholder the (real) ask takes the place of
+
+    def __repr__(self) -> str:
+        what = "reserve" if self.reserve else "replace" if self.replace else "allocate"
+        return f"<Proposal {what} {self.ask!r} on {self.node.node_id}>"
+
+
+class Scheduler:
+    """The scheduling pass of one partition."""
+
+    def __init__(self, partition: Partition) -> None:
+        self.partition = partition
+        # The earliest time a young ask that found no room may reserve: a pass sets it,
+        # and the partition's actor arms a timer for it.
+        self.reserve_due: float | None = None
+        self._no_reserve: set[Size] = set()  # sizes no node can hold
+        self.checks_predicates = False  # an RM that checks predicates gets no reservations
+
+    # ========================================================================== the pass
+    def schedule(self, limit: int = 10_000) -> int:
+        """Allocate until nothing more fits or ``limit`` allocations were made this pass.
+
+        Each allocation is a read-only proposal followed by a commit that re-checks it. An
+        ask that found no room is not tried again in the same pass (nothing frees up
+        during a pass), nor is any other ask of the same size without a node constraint.
+        """
+        p = self.partition
+        p.schedule_pending = False
+        self._no_reserve = set()
+        made = 0
+        skip: set[int] = set()
+        no_node: set[Size] = set()
+        while made < limit:
+            proposal = self.propose(skip, no_node)
+            if proposal is None:
+                break
+            if proposal.reserve:
+                p.reservations.reserve(proposal.application, proposal.ask, proposal.node)
+                skip.add(id(proposal.ask))
+            elif self.commit(proposal) is not None:
+                made += 1
+            else:
+                skip.add(id(proposal.ask))
+        else:
+            p.schedule_pending = True  # more may fit: continue after the mailboxes drain
+        p.total_allocations += made
+        return made
+
+    def propose_checked(self) -> Proposal | None:
+        """The next proposal to put to the RM's predicates (replacements need none: the RM
+        has its say in the handshake, so they are started on the way)."""
+        self.partition.schedule_pending = False
+        skip: set[int] = set()
+        proposal = self.propose(skip)
+        while proposal is not None and proposal.replace is not None:
+            if not self._replace(proposal):
+                skip.add(id(proposal.ask))
+            proposal = self.propose(skip)
+        return proposal
+
+    def predicates_checked(self, proposal: Proposal, allowed: bool) -> Allocation | None:
+        """The RM's answer for ``proposal``: commit it, or remember the refused node."""
+        p = self.partition
+        p.schedule_pending = True
+        if allowed:
+            alloc = self.commit(proposal)
+            if alloc is not None:
+                p.total_allocations += 1
+            return alloc
+        p.refused.setdefault(id(proposal.ask), set()).add(proposal.node.node_id)
+        return None
+
+    # ========================================================================= proposals
+    def propose(
+        self, skip: set[int] | None = None, no_node: set[Size] | None = None
+    ) -> Proposal | None:
+        """The next allocation to make, computed without changing anything.
+
+        ``skip`` (ask ids) and ``no_node`` (ask sizes no node has room for) carry what a
+        pass already learned; they are filled in as asks fail.
+        """
+        p = self.partition
+        if not p.root.pending:
+            return None
+        skip = set() if skip is None else skip
+        if p.reservations:
+            proposal = self._propose_reserved(skip)
+            if proposal is not None:
+                return proposal
+        if not p.index and not self._free_placeholders():
+            return None  # no free node; a replacement needs none, though
+        return self._propose_in(p.root, skip, set() if no_node is None else no_node)
+
+    def _free_placeholders(self) -> bool:
+        return any(
+            group.free
+            for app in self.partition.applications.values()
+            if app.task_groups
+            for group in app.task_groups.values()
+        )
+
+    def _propose_in(self, queue: Queue, skip: set[int], no_node: set[Size]) -> Proposal | None:
+        for child in queue.sorted_children():
+            if child.leaf:
+                proposal = self._propose_in_leaf(child, skip, no_node)
+            else:
+                proposal = self._propose_in(child, skip, no_node)
+            if proposal is not None:
+                return proposal
+        return None
+
+    def _propose_in_leaf(self, queue: Queue, skip: set[int], no_node: set[Size]) -> Proposal | None:
+        p = self.partition
+        index = p.index
+        limited = bool(queue.limited_chain)
+        app_limited = bool(queue.app_limited_chain)
+        for app in queue.sorted_applications():
+            if app.state not in SCHEDULABLE_STATES:
+                continue
+            if app_limited and app.state is AppState.ACCEPTED and not queue.can_run_another_app():
+                continue  # maxapplications: it waits until a running application finishes
+            if (
+                limited
+                and app.placeholder_ask
+                and not app.gang_started
+                and not self._gang_fits(queue, app)
+            ):
+                continue  # a gang starts only when its whole placeholder total fits
+            for ask in app.pending_asks.in_order():
+                if skip and id(ask) in skip:
+                    continue
+                if ask.task_group_name and app.task_groups and not ask.placeholder:
+                    step = self._gang_step(app, ask)
+                    if step is True:
+                        skip.add(id(ask))  # real asks wait until the gang is placed
+                        continue
+                    if isinstance(step, Proposal):
+                        return step
+                res = ask.resource
+                if limited and not queue.headroom_fits(res):
+                    skip.add(id(ask))
+                    continue
+                if ask.required_node:
+                    node = self._required_node(ask)
+                    if node is not None:
+                        return Proposal(app, ask, node)
+                    skip.add(id(ask))
+                    continue
+                refused = p.refused.get(id(ask)) if p.refused else None
+                if refused:
+                    node = index.first_fit(res, refused)
+                    if node is not None:
+                        return Proposal(app, ask, node)
+                    skip.add(id(ask))
+                    continue
+                size = ask.size
+                if not (no_node and size in no_node):
+                    node = index.first_fit(res)
+                    if node is not None:
+                        return Proposal(app, ask, node)
+                    no_node.add(size)
+                node = self._node_to_reserve(app, ask)
+                if node is not None:
+                    return Proposal(app, ask, node, reserve=True)
+                skip.add(id(ask))
+        return None
+
+    def _required_node(self, ask: Ask) -> Node | None:
+        node = self.partition.nodes.get(ask.required_node)
+        if (
+            node is not None
+            and node.schedulable
+            and (node.reserved is None or node.reserved.ask is ask)
+            and fits(ask.resource, node.available)
+        ):
+            return node
+        return None
+
+    # ====================================================================== reservations
+    def _propose_reserved(self, skip: set[int]) -> Proposal | None:
+        """An allocation for a reserved ask: on its node if it fits now, or on any other."""
+        p = self.partition
+        for reservation in p.reservations:
+            ask = reservation.ask
+            if id(ask) in skip:
+                continue
+            app = p.applications.get(reservation.application_id)
+            queue = app.queue if app is not None else None
+            if app is None or queue is None or app.state not in SCHEDULABLE_STATES:
+                continue
+            if ask.task_group_name and app.task_groups and not ask.placeholder:
+                step = self._gang_step(app, ask)
+                if step is True:
+                    continue
+                if isinstance(step, Proposal):
+                    return step
+            res = ask.resource
+            if queue.limited_chain and not queue.headroom_fits(res):
+                continue
+            if fits(res, reservation.node.available):
+                return Proposal(app, ask, reservation.node)
+            other = p.index.first_fit(res)
+            if other is not None:
+                return Proposal(app, ask, other)
+            skip.add(id(ask))
+        return None
+
+    def _node_to_reserve(self, app: Application, ask: Ask) -> Node | None:
+        """The free node that comes closest to fitting ``ask``, if the ask may reserve one.
+
+        An ask may reserve once it has waited ``reservation_delay`` and has fewer
+        reservations than pending allocations; the node must be able to hold it at all
+        (its capacity fits). Closest: the smallest sum of missing fractions (YuniKorn's
+        fit-in score). A younger ask leaves a wake-up time for the pass's timer.
+        """
+        p = self.partition
+        if self.checks_predicates or ask.required_node:
+            return None
+        due = ask.created + p.timeouts.reservation_delay
+        if p.clock() < due:
+            if self.reserve_due is None or due < self.reserve_due:
+                self.reserve_due = due
+            return None
+        if ask.size in self._no_reserve or len(app.reservations_of(ask)) >= ask.pending:
+            return None
+        best: Node | None = None
+        best_score = 0.0
+        items = ask.size
+        for node in p.index.nodes():
+            capacity = node.capacity
+            available = node.available
+            score = 0.0
+            for name, v in items:
+                if v > capacity.get(name, 0):
+                    break
+                free = available.get(name, 0)
+                if free < v:
+                    score += (v - free) / v
+            else:
+                if best is None or score < best_score:
+                    best, best_score = node, score
+        if best is None:
+            self._no_reserve.add(items)
+        return best
+
+    # ============================================================================ commit
+    def commit(self, proposal: Proposal) -> Allocation | None:
+        """Re-check what the proposal assumed and apply it in one step, or drop it.
+
+        A replacement proposal starts the application's handshake instead (and returns
+        None: nothing is allocated until the RM confirms the placeholder's release).
+        """
+        if proposal.replace is not None:
+            self._replace(proposal)
+            return None
+        p = self.partition
+        app, ask, node = proposal.application, proposal.ask, proposal.node
+        queue = app.queue
+        res = ask.resource
+        if (
+            queue is None
+            or ask.pending <= 0
+            or app.asks.get(ask.allocation_key) is not ask
+            or p.applications.get(app.application_id) is not app
+            or not node.schedulable
+            or p.nodes.get(node.node_id) is not node
+            or (node.reserved is not None and node.reserved.ask is not ask)
+            or not fits(res, node.available)
+            or (queue.limited_chain and not queue.headroom_fits(res))
+            or (
+                queue.app_limited_chain
+                and app.state is AppState.ACCEPTED
+                and not queue.can_run_another_app()
+            )
+        ):
+            return None
+        alloc = Allocation(
+            new_uuid(),
+            ask.allocation_key,
+            app.application_id,
+            p.name,
+            node.node_id,
+            res,
+            ask.priority,
+            ask.tags,
+            ask.task_group_name,
+            ask.placeholder,
+            ask.created,
+            p.clock(),
+        )
+        node.add_allocation(alloc)
+        p.index.update(node)
+        app.allocate_from(ask, alloc)
+        queue.allocate(res)
+        if app.reservations:
+            p.reservations.after_allocation(app, ask, node)
+        p.outbox.add("new", alloc.to_si(ask.resource_si()))
+        p.owners[app.application_id].allocated(ask, alloc)
+        return alloc
+
+    def _replace(self, proposal: Proposal) -> bool:
+        p = self.partition
+        app = proposal.application
+        owner = p.owners.get(app.application_id)
+        if owner is None or p.applications.get(app.application_id) is not app:
+            return False
+        assert proposal.replace is not None
+        return owner.begin_replacement(proposal.ask, proposal.replace)
+
+    # ================================================================== gang scheduling
+    def _gang_step(self, app: Application, ask: Ask) -> Proposal | bool:
+        """What a real ask of a task group does now: ``True`` it waits (placeholders are
+        still pending), a ``Proposal`` takes a free placeholder's place, ``False`` it is
+        scheduled as a normal ask (no placeholder of its group is left for it)."""
+        group = app.task_groups.get(ask.task_group_name)
+        if group is None or ask.no_replace:
+            return False
+        if app.placeholders_wanted:
+            return True
+        for placeholder in group.free.values():
+            node = self.partition.nodes[placeholder.node_id]
+            return Proposal(app, ask, node, replace=placeholder)
+        return False
+
+    def _gang_fits(self, queue: Queue, app: Application) -> bool:
+        """The whole placeholder total of ``app`` fits in the free quota of every limited
+        queue above it, counting what gangs that are still placing have yet to take."""
+        total = app.placeholder_ask
+        for q in queue.limited_chain:
+            held = q.gang_reserved
+            need = {n: v + held.get(n, 0) for n, v in total.items()} if held else total
+            if not fits_under_max(need, q.allocated, q.max_resources):
+                return False
+        return True

@@ -1,0 +1,17 @@
+"""The core's timeouts, YuniKorn's defaults; every one reads the clock given to the core."""
+
+from __future__ import annotations
+
+__all__ = ["Timeouts"]
+
+
+class Timeouts:
+    """YuniKorn's defaults, in seconds; a test may shorten them."""
+
+    starting = 5 * 60.0  # Starting -> Running with a single allocation
+    completing = 30.0  # Completing -> Completed
+    terminated = 3 * 24 * 3600.0  # Completed / Failed / Rejected -> Expired
+    dynamic_queue = 10.0  # an empty dynamic queue is removed
+    reservation_delay = 2.0  # an ask that found no room may reserve a node after this
+    placeholder = 15 * 60.0  # gang placeholders, when the application does not say
+    handshake = 60.0  # a placeholder release waiting this long for the RM is reported overdue
