@@ -1,0 +1,105 @@
+"""A/B: one benchmark script against a base commit and the working tree, interleaved.
+
+    python bench/ab.py --base c5b1493 --rounds 5 bench_scheduling.py -- --nodes 1000 --repeat 1
+
+The base commit is checked out (``git worktree``) into a temporary directory. Each round runs
+the script once per side, alternating which side goes first, so a slow spell of a shared
+machine hits both alike; each side imports its own ``src`` (``PYTHONPATH``). Every run writes
+its JSON (``--out``); the table shows each ``*_per_s`` number of it per side (best and
+median over the rounds) and the change from A (base) to B (working tree).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def rates(doc: Any, prefix: str = "") -> dict[str, float]:
+    """Every ``*_per_s`` number of a result document, by a readable path."""
+    out: dict[str, float] = {}
+    if isinstance(doc, dict):
+        for key, value in doc.items():
+            path = f"{prefix}.{key}" if prefix else key
+            if key.endswith("_per_s") and isinstance(value, int | float):
+                out[path] = float(value)
+            elif isinstance(value, dict | list) and not key.startswith("best_"):
+                out.update(rates(value, path))
+    elif isinstance(doc, list):
+        for i, item in enumerate(doc):
+            label = f"nodes={item['nodes']}" if isinstance(item, dict) and "nodes" in item else i
+            out.update(rates(item, f"{prefix}[{label}]"))
+    return out
+
+
+def run(tree: Path, script: str, args: list[str], out: Path) -> dict[str, float]:
+    env = dict(os.environ, PYTHONPATH=str(tree / "src"))
+    cmd = [sys.executable, str(tree / "bench" / script), *args, "--out", str(out)]
+    done = subprocess.run(
+        cmd, cwd=tree / "bench", env=env, capture_output=True, text=True, check=False
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed:\n{done.stdout}\n{done.stderr}")
+    return rates(json.loads(out.read_text()))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--base", required=True, help="the commit to compare with (A)")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("script", help="a bench/ script that takes --out")
+    parser.add_argument("args", nargs=argparse.REMAINDER, help="-- then the script's arguments")
+    opts = parser.parse_args()
+    args = [a for a in opts.args if a != "--"]
+    with tempfile.TemporaryDirectory(prefix="ab-") as tmp:
+        base = Path(tmp) / "base"
+        subprocess.run(
+            ["git", "-C", str(ROOT), "worktree", "add", "--detach", str(base), opts.base],
+            check=True,
+            capture_output=True,
+        )
+        try:
+            sides = {"A": base, "B": ROOT}
+            seen: dict[str, dict[str, list[float]]] = {"A": {}, "B": {}}
+            for n in range(opts.rounds):
+                order = ["A", "B"] if n % 2 == 0 else ["B", "A"]
+                for side in order:
+                    got = run(sides[side], opts.script, args, Path(tmp) / f"{side}{n}.json")
+                    for key, value in got.items():
+                        seen[side].setdefault(key, []).append(value)
+                print(f"round {n + 1}/{opts.rounds} done", file=sys.stderr, flush=True)
+        finally:
+            subprocess.run(
+                ["git", "-C", str(ROOT), "worktree", "remove", "--force", str(base)],
+                check=False,
+                capture_output=True,
+            )
+    print(
+        f"A = {opts.base}, B = working tree; {opts.script} {' '.join(args)}; {opts.rounds} rounds"
+    )
+    header = (
+        f"{'metric':<34} {'A best':>10} {'B best':>10} {'B/A':>6} "
+        f"{'A med':>10} {'B med':>10} {'B/A':>6}"
+    )
+    print(header)
+    for key in sorted(set(seen["A"]) & set(seen["B"])):
+        a, b = seen["A"][key], seen["B"][key]
+        best_a, best_b = max(a), max(b)
+        med_a, med_b = statistics.median(a), statistics.median(b)
+        print(
+            f"{key:<34} {best_a:>10,.0f} {best_b:>10,.0f} {best_b / best_a:>6.2f} "
+            f"{med_a:>10,.0f} {med_b:>10,.0f} {med_b / med_a:>6.2f}"
+        )
+
+
+if __name__ == "__main__":
+    main()
