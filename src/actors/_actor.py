@@ -97,7 +97,18 @@ class Actor:
             ActorDeadError: This actor has stopped (``coro`` is closed).
             RuntimeError: Called while another task holds this dispatcher's turn.
         """
-        self.actor_ref._cell.start_frame(coro)
+        cell = self.actor_ref._cell
+        if cell.closed:
+            coro.close()
+            raise ActorDeadError(f"actor {cell.name!r} is stopped")
+        dispatcher = cell.dispatcher
+        if not dispatcher._idle and asyncio.current_task() is not dispatcher._task:
+            coro.close()
+            raise RuntimeError(
+                f"run_handler on {cell.name!r} from outside its dispatcher's turn "
+                f"({dispatcher.name!r} is busy)"
+            )
+        dispatcher._start_frame(cell, coro)
 
 
 class MailboxStats(msgspec.Struct, frozen=True):
@@ -229,19 +240,6 @@ class Cell:
         self.has_drained = cls.on_drained is not Actor.on_drained
         self.fast = not self.is_async and self.batch_fn is None
         self.driven = self.is_async and cls.reentrant
-
-    def start_frame(self, coro: Coroutine[Any, Any, Any]) -> None:
-        if self.closed:
-            coro.close()
-            raise ActorDeadError(f"actor {self.name!r} is stopped")
-        dispatcher = self.dispatcher
-        if not dispatcher._idle and asyncio.current_task() is not dispatcher._task:
-            coro.close()
-            raise RuntimeError(
-                f"run_handler on {self.name!r} from outside its dispatcher's turn "
-                f"({dispatcher.name!r} is busy)"
-            )
-        dispatcher._start_frame(self, coro)
 
     def tell_slow(self, message: object) -> None:
         if self.closed:

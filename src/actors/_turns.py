@@ -18,6 +18,8 @@ import asyncio
 from collections.abc import Coroutine, Generator
 from typing import TYPE_CHECKING, Any, Final, Generic, Protocol, TypeVar
 
+import msgspec
+
 from ._errors import ActorDeadError, DeadlineExceeded
 from ._timers import RuntimeTimer
 
@@ -47,20 +49,27 @@ RUNNABLE: Final = 2  # woken: queued as a continuation of its actor
 DONE: Final = 3  # returned, raised or was closed
 
 
-class Frame:
-    """One running handler coroutine of an actor (a message's, or one `run_handler` began)."""
+class Frame(msgspec.Struct, gc=False, eq=False):
+    """One running handler coroutine of an actor (a message's, or one `run_handler` began).
 
-    __slots__ = ("ask", "cell", "coro", "kind", "state", "waiting")
+    Built in C and not tracked by the garbage collector (one is made per handler that
+    awaits): the reference cycle a parked frame is part of (frame, coroutine, what it
+    awaits) is broken by the runtime when it wakes or is closed.
+    """
 
-    def __init__(
-        self, cell: Cell, coro: Coroutine[Any, Any, Any], ask: _Ask | None, kind: str
-    ) -> None:
-        self.cell = cell
-        self.coro = coro
-        self.ask = ask  # the ask this handler answers, if any
-        self.kind = kind  # what it handles, for logs
-        self.state = RUNNING
-        self.waiting: Waitable | None = None
+    cell: Cell
+    coro: Coroutine[Any, Any, Any]
+    ask: _Ask | None  # the ask this handler answers, if any
+    _kind: str | None
+    state: int = RUNNING
+    waiting: Any = None  # what it is parked on
+
+    @property
+    def kind(self) -> str:
+        """What it handles, for logs: the message's type, or the coroutine's name."""
+        if self._kind is None:
+            self._kind = getattr(self.coro, "__qualname__", type(self.coro).__name__)
+        return self._kind
 
     def wake(self) -> None:
         """The awaited thing is ready: queue this frame as a turn of its actor."""
@@ -116,9 +125,7 @@ class Promise(Waitable, Generic[T]):
     no-op that returns False.
     """
 
-    # Awaited in a handler, a promise is its own iterator: ``__next__`` yields it while it
-    # is pending and ends the await with its value once settled, so an await allocates
-    # nothing. One waiter is kept as is, several in a list.
+    # One waiter is kept as is, several in a list.
     __slots__ = ("_error", "_value", "_waiters")
 
     def __init__(self) -> None:
@@ -135,8 +142,13 @@ class Promise(Waitable, Generic[T]):
         if self._value is not _PENDING or self._error is not None:
             return False
         self._value = value
-        if self._waiters is not None:
-            self._wake_all()
+        waiters = self._waiters
+        if waiters is not None:
+            if type(waiters) is list:
+                self._wake_all()
+            else:
+                self._waiters = None
+                waiters.wake()  # type: ignore[union-attr]
         return True
 
     def reject(self, error: BaseException) -> bool:
@@ -173,7 +185,7 @@ class Promise(Waitable, Generic[T]):
         ``await promise.within(60)`` raises `DeadlineExceeded` when the time passes first;
         the promise itself stays as it is and can be awaited again. Only in a handler.
         """
-        return _Timed(self, seconds)
+        return _Timed(self, float(seconds))
 
     def _wake_all(self) -> None:
         waiters, self._waiters = self._waiters, None
@@ -203,28 +215,16 @@ class Promise(Waitable, Generic[T]):
             current.remove(frame)
 
     def __await__(self) -> Generator[Any, None, T]:
-        if driver.current is None and not self.done():
-            return self._await_outside()
-        return self  # type: ignore[return-value]
-
-    def __next__(self) -> Promise[T]:
-        if self._value is not _PENDING:
-            raise StopIteration(self._value)
+        if self._value is _PENDING and self._error is None:
+            if driver.current is not None:
+                yield self  # the dispatcher parks the handler on this promise
+            else:  # plain asyncio code: wait on a future
+                waiter = _FutureWaiter(asyncio.get_running_loop().create_future())
+                self.add_waiter(waiter)
+                yield from waiter.future.__await__()
         if self._error is not None:
             raise self._error
-        return self  # pending: the dispatcher parks the handler on it
-
-    def send(self, value: object) -> Promise[T]:
-        return self.__next__()
-
-    def __iter__(self) -> Promise[T]:
-        return self
-
-    def _await_outside(self) -> Generator[Any, None, T]:
-        waiter = _FutureWaiter(asyncio.get_running_loop().create_future())
-        self.add_waiter(waiter)
-        yield from waiter.future.__await__()
-        return self.result()
+        return self._value  # type: ignore[no-any-return]
 
     def __repr__(self) -> str:
         if self._error is not None:
@@ -245,46 +245,92 @@ class _FutureWaiter:
             self.future.set_result(None)
 
 
-class _Deadline(RuntimeTimer, Waitable):
-    """A timer of the runtime's own, on the system's clock, that wakes a parked handler.
+class _Timed(msgspec.Struct, Generic[T], gc=False, eq=False):
+    """`Promise.within`: the promise, or `DeadlineExceeded` when the clock passes first.
 
-    It is its own iterator when awaited (see `Promise`): nothing else is allocated.
+    A deadline entry of the system's timers (`Timers.deadline`): deadlines of one length
+    fall due in the order they were set, so they share one timer. Not tracked by the
+    garbage collector; its references are dropped when it is done.
     """
 
-    __slots__ = ("_frame", "_seconds", "_yielded")
+    promise: Promise[T] | None
+    seconds: float
+    frame: Frame | None = None
+    due: float = 0.0
+    timers: Any = None  # the Timers keeping it, while it waits
+
+    def __await__(self) -> Generator[Any, None, T]:
+        promise = self.promise
+        assert promise is not None
+        if promise._value is _PENDING and promise._error is None:
+            if driver.current is None:
+                raise RuntimeError("within() can only be awaited in a handler of a reentrant actor")
+            yield self
+            if promise._value is _PENDING and promise._error is None:
+                raise DeadlineExceeded(f"no answer within {self.seconds:g}s")
+        if promise._error is not None:
+            raise promise._error
+        return promise._value  # type: ignore[no-any-return]
+
+    def park(self, frame: Frame) -> None:
+        self.frame = frame
+        promise = self.promise
+        assert promise is not None
+        if promise._waiters is None:
+            promise._waiters = self
+        else:
+            promise.add_waiter(self)
+        frame.cell.system.timers.deadline(self)
+
+    def wake(self) -> None:  # the promise settled first
+        frame = self.frame
+        if frame is not None:
+            self.frame = self.promise = None
+            self.timers._waiting_deadlines -= 1  # Timers.deadline_done, inlined
+            frame.wake()
+
+    def expire(self) -> None:  # the deadline came first
+        frame = self.frame
+        if frame is not None:
+            promise, self.frame, self.promise = self.promise, None, None
+            assert promise is not None
+            promise.abandon(self)
+            self.timers.deadline_done()
+            frame.wake()
+
+    def abandon(self, frame: Frame) -> None:
+        if self.frame is not None:
+            promise, self.frame, self.promise = self.promise, None, None
+            if promise is not None:
+                promise.abandon(self)
+            self.timers.deadline_done()
+
+
+class Sleep(RuntimeTimer, Waitable):
+    """`Actor.sleep`: wake the handler after ``seconds`` of the system's clock."""
+
+    __slots__ = ("_frame", "_seconds")
 
     def __init__(self, seconds: float) -> None:
         self._seconds = seconds
         self._frame: Frame | None = None
-        self._yielded = False
 
-    def __await__(self) -> Generator[Any, None, Any]:
+    def __await__(self) -> Generator[Any, None, None]:
         if driver.current is None:
             raise RuntimeError(
-                f"{self._what} can only be awaited in a handler of a reentrant actor"
+                "Actor.sleep() can only be awaited in a handler of a reentrant actor"
             )
-        return self  # type: ignore[return-value]
-
-    def __iter__(self) -> _Deadline:
-        return self
-
-    def send(self, value: object) -> object:
-        return self.__next__()
-
-    def __next__(self) -> object:
-        raise NotImplementedError
-
-    _what = "a deadline"
+        yield self
 
     def park(self, frame: Frame) -> None:
         self._frame = frame
         timers = frame.cell.system.timers
-        RuntimeTimer.__init__(self, timers, timers.now() + self._seconds, None, None)
-        timers.schedule(self)
+        timers.arm(self, timers.now() + self._seconds)
 
     def fire(self) -> None:
-        frame, self._frame = self._frame, None
+        frame = self._frame
         if frame is not None:
+            self._frame = None
             frame.wake()
 
     def abandon(self, frame: Frame) -> None:
@@ -292,59 +338,7 @@ class _Deadline(RuntimeTimer, Waitable):
         self.cancel()
 
 
-class _Timed(_Deadline, Generic[T]):
-    """`Promise.within`: the promise, or `DeadlineExceeded` when the clock passes first."""
-
-    __slots__ = ("_promise",)
-    _what = "within()"
-
-    def __init__(self, promise: Promise[T], seconds: float) -> None:
-        super().__init__(seconds)
-        self._promise = promise
-
-    def __next__(self) -> object:
-        promise = self._promise
-        if promise._value is not _PENDING:
-            raise StopIteration(promise._value)
-        if promise._error is not None:
-            raise promise._error
-        if not self._yielded:
-            self._yielded = True
-            return self
-        raise DeadlineExceeded(f"no answer within {self._seconds:g}s")
-
-    def park(self, frame: Frame) -> None:
-        self._promise.add_waiter(self)
-        super().park(frame)
-
-    def wake(self) -> None:  # the promise settled first
-        frame, self._frame = self._frame, None
-        if frame is not None:
-            self.cancel()
-            frame.wake()
-
-    def fire(self) -> None:  # the deadline came first
-        frame, self._frame = self._frame, None
-        if frame is not None:
-            self._promise.abandon(self)
-            frame.wake()
-
-    def abandon(self, frame: Frame) -> None:
-        super().abandon(frame)
-        self._promise.abandon(self)
-
-
-class Sleep(_Deadline):
-    """`Actor.sleep`: wake the handler after ``seconds`` of the system's clock."""
-
-    __slots__ = ()
-    _what = "Actor.sleep()"
-
-    def __next__(self) -> object:
-        if not self._yielded:
-            self._yielded = True
-            return self
-        raise StopIteration(None)
+_PARKABLE: Final = (Waitable, _Timed)
 
 
 class Continuations:
@@ -384,7 +378,7 @@ class Continuations:
 
     def _start_frame(self, cell: Cell, coro: Coroutine[Any, Any, Any]) -> None:
         """`Actor.run_handler`: the first step now; a foreign await goes on as a turn."""
-        frame = Frame(cell, coro, None, getattr(coro, "__qualname__", type(coro).__name__))
+        frame = Frame(cell, coro, None, None)
         yielded = self._step(frame, None)
         if yielded is not _PARKED:
             # It must wait inline, which only the dispatcher's task can do: as its next turn.
@@ -403,9 +397,9 @@ class Continuations:
             frame = resumes.popleft()
             done += 1
             frame.state = RUNNING
-            cell.frames.pop(frame, None)  # in hand now; back in if it parks again
-            inline = frame.waiting
-            if type(inline) is _Inline:
+            del cell.frames[frame]  # in hand now; back in if it parks again
+            inline = frame.waiting  # None, but for a run_handler frame's first foreign wait
+            if inline is not None:
                 frame.waiting = None
                 await self._inline(frame, inline.awaitable)
                 continue
@@ -422,7 +416,7 @@ class Continuations:
             yielded = frame.coro.send(None) if error is None else frame.coro.throw(error)
         except StopIteration as stop:
             driver.current = previous
-            self._frame_done(frame)
+            frame.state = DONE  # a frame in hand is in no ``frames`` and waits on nothing
             ask = frame.ask
             if ask is not None and not ask.future.done():
                 ask.future.set_result(stop.value)
@@ -443,7 +437,7 @@ class Continuations:
                 ask.future.set_exception(ActorDeadError(f"actor {frame.cell.name!r} stopped"))
             raise
         driver.current = previous
-        if isinstance(yielded, Waitable):
+        if isinstance(yielded, _PARKABLE):
             frame.state = PARKED
             frame.waiting = yielded
             frame.cell.frames[frame] = None

@@ -3,8 +3,9 @@
 Asks and releases come to it straight from the RM proxy; its timers come to it; the
 partition's scheduling pass and node flows call into it in the same turn (``allocated``,
 ``begin_replacement``, ``allocation_lost``, ``recover``). It owns the application's state
-machine and what entering a state means, and its gang (``scheduler._gang``): placeholder
-timers and every handshake with the RM, as handlers that await the RM's confirmation.
+machine and what entering a state means, and its gang: placeholder
+timers and every handshake with the RM, as handlers that await the RM's confirmation
+(``GangFlows``, a part of this actor kept in ``scheduler._gang``).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from scheduler._events import (
     PlaceholderTimer,
     Retire,
 )
-from scheduler._gang import REPLACED, Gang
+from scheduler._gang import REPLACED, GangFlows
 from scheduler._resources import Res
 
 if TYPE_CHECKING:
@@ -47,14 +48,17 @@ _STATE_TIMERS: dict[AppState, tuple[str, AppEvent]] = {
 }
 
 
-class ApplicationActor(Actor):
-    """Owns one ``Application`` of a partition (it shares the partition's dispatcher)."""
+class ApplicationActor(GangFlows, Actor):
+    """Owns one ``Application`` of a partition (it shares the partition's dispatcher).
+
+    Its gang flows are in ``GangFlows`` (``scheduler._gang``).
+    """
 
     def __init__(self, partition: Partition, app: Application) -> None:
         self.partition = partition
         self.app = app
-        self.gang = Gang(self)
         self.state_timer: TimerHandle | None = None
+        self.placeholder_timer = None
         # Handlers waiting for the application's allocations to reach a condition.
         self._waiters: list[tuple[Callable[[], bool], Promise[None]]] = []
 
@@ -69,9 +73,9 @@ class ApplicationActor(Actor):
             case AppTimer():
                 await self.on_state_timer(message)
             case PlaceholderTimer():
-                timer = self.gang.timer
+                timer = self.placeholder_timer
                 if timer is not None and timer.fired:  # not one cancelled and set anew
-                    await self.gang.placeholder_timeout()
+                    await self.placeholder_timeout()
             case Retire():
                 self.actor_ref.stop()  # an application of the same id took its place
             case _:
@@ -136,7 +140,7 @@ class ApplicationActor(Actor):
         if placing and not app.placeholders_wanted:
             p.wake()  # real asks that waited for the placeholders may go now
             if app.gang_held:
-                self.gang.release_hold()  # nothing left to place: the hold goes
+                self.release_gang_hold()  # nothing left to place: the hold goes
 
     # ====================================================================== allocations
     def release_allocations(self, releases: Iterable[AllocationReleased]) -> None:
@@ -161,7 +165,7 @@ class ApplicationActor(Actor):
         if (
             termination is REPLACED
             and alloc.release_pending is REPLACED
-            and self.gang.confirmed(alloc)
+            and self.confirm_replacement(alloc)
         ):
             return  # the handshake that waited for this goes on as its own turn
         p = self.partition
@@ -179,19 +183,16 @@ class ApplicationActor(Actor):
         if app.queue is not None:
             app.queue.remove_allocated(alloc.resource)
         if alloc.placeholder:
-            self.gang.placeholder_dropped(alloc)
-        self.allocations_changed()
+            self.placeholder_dropped(alloc)
+        if self._waiters:
+            self.allocations_left()
 
     def allocated(self, ask: Ask, alloc: Allocation) -> None:
         """The scheduling pass committed ``alloc`` (node, queue and application updated)."""
         if ask.placeholder:
-            self.gang.placeholder_placed(alloc)
+            self.placeholder_placed(alloc)
         elif self.app.state is not AppState.RUNNING:
             self.transition(AppEvent.RUN)
-
-    def begin_replacement(self, ask: Ask, placeholder: Allocation) -> bool:
-        """The scheduling pass chose ``placeholder`` for real ``ask`` (see ``Gang``)."""
-        return self.gang.begin_replacement(ask, placeholder)
 
     def allocation_lost(self, alloc: Allocation, message: str) -> None:
         """``alloc`` went with its node (already taken off it)."""
@@ -211,11 +212,11 @@ class ApplicationActor(Actor):
         if alloc.placeholder:
             # It has no ask to count it.
             app.task_group(alloc.task_group_name, alloc.resource).count += 1
-            self.gang.placeholder_placed(alloc)
+            self.placeholder_placed(alloc)
         else:
             self.transition(AppEvent.RUN)
 
-    def allocations_changed(self) -> None:
+    def allocations_left(self) -> None:
         """An allocation left: wake the handlers whose condition now holds."""
         if self._waiters:
             waiting = self._waiters
@@ -312,7 +313,7 @@ class ApplicationActor(Actor):
         if str(app.state) != msg.state:
             return  # set in a state it has left
         if app.state is AppState.COMPLETING and app.placeholder_count:
-            await self.gang.clean_up()  # leftover placeholders go first
+            await self.clean_up_placeholders()  # leftover placeholders go first
             return
         event = AppEvent(msg.event)
         if app.can_fire(event):
@@ -323,10 +324,10 @@ class ApplicationActor(Actor):
         p.reservations.release_application(app)
         for key in list(app.asks):
             self.remove_ask(key)
-        self.gang.release_hold()
-        if self.gang.timer is not None:
-            self.gang.timer.cancel()
-            self.gang.timer = None
+        self.release_gang_hold()
+        if self.placeholder_timer is not None:
+            self.placeholder_timer.cancel()
+            self.placeholder_timer = None
         p.application_left(app)
 
     def _expired(self) -> None:

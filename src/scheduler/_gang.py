@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import msgspec
+
 from actors import DeadlineExceeded, Promise, TimerHandle
 from scheduler import si
 from scheduler._application import AppEvent, AppState, TaskGroup
@@ -21,42 +23,65 @@ from scheduler._placement import show
 from scheduler._resources import add_into, fits, sub_into
 
 if TYPE_CHECKING:
-    from scheduler._app_actor import ApplicationActor
+    from collections.abc import Callable, Coroutine
+    from typing import Any
 
-__all__ = ["Gang", "Replacement"]
+    from loguru import Logger
+
+    from actors import ActorRef, ActorSystem
+    from scheduler._application import Application
+    from scheduler._partition import Partition
+
+__all__ = ["GangFlows", "Replacement"]
 
 REPLACED = si.TerminationType.PLACEHOLDER_REPLACED
 TIMEOUT = si.TerminationType.TIMEOUT
 
 
-class Replacement:
+class Replacement(msgspec.Struct, gc=False):
     """A handshake in flight: ``placeholder`` was released to the RM for real ``ask``.
 
     ``confirmed`` settles True when the RM confirms the release, False when the
     placeholder went some other way; ``cancelled`` is set when the application no longer
-    wants the real allocation (a Hard timeout).
+    wants the real allocation (a Hard timeout). Not tracked by the garbage collector: it
+    is dropped when its handshake ends.
     """
 
-    __slots__ = ("ask", "cancelled", "confirmed", "placeholder")
-
-    def __init__(self, placeholder: Allocation, ask: Ask, confirmed: Promise[bool]) -> None:
-        self.placeholder = placeholder
-        self.ask = ask
-        self.confirmed = confirmed
-        self.cancelled = False
+    placeholder: Allocation
+    ask: Ask
+    confirmed: Promise[bool]
+    cancelled: bool = False
 
     def __repr__(self) -> str:
         return f"<Replacement {self.placeholder.uuid} for {self.ask.allocation_key}>"
 
 
-class Gang:
-    """The gang flows of one application, run by (and in the turns of) its actor."""
+class GangFlows:
+    """The gang flows of one application: a part of its actor (``ApplicationActor``), kept
+    apart by concern. They run in the actor's turns; those that wait for the RM are
+    handlers of the actor."""
 
-    def __init__(self, actor: ApplicationActor) -> None:
-        self.actor = actor
-        self.app = actor.app
-        self.partition = actor.partition
-        self.timer: TimerHandle | None = None  # the placeholder timeout, once one is placed
+    app: Application
+    partition: Partition
+    placeholder_timer: TimerHandle | None  # the placeholder timeout, once one is placed
+    _waiters: list[tuple[Callable[[], bool], Promise[None]]]  # see ApplicationActor.until
+
+    if TYPE_CHECKING:  # the rest of the actor
+        actor_ref: ActorRef
+        actor_system: ActorSystem
+        log: Logger
+
+        def run_handler(self, coro: Coroutine[Any, Any, Any]) -> None: ...
+
+        def transition(self, event: AppEvent, message: str = "") -> None: ...
+
+        def maybe_complete(self) -> None: ...
+
+        def allocations_left(self) -> None: ...
+
+        async def until(self, condition: Callable[[], bool]) -> None: ...
+
+        def remove_ask(self, key: str) -> None: ...
 
     # ========================================================================== placing
     def placeholder_placed(self, alloc: Allocation) -> None:
@@ -76,12 +101,12 @@ class Gang:
             sub_into(held, taken)
             for q in queue.chain:
                 sub_into(q.gang_reserved, taken)
-        if self.timer is None:
+        if self.placeholder_timer is None:
             ms = app.execution_timeout_ms
-            self.timer = self.actor.actor_system.timers.after(
+            self.placeholder_timer = self.actor_system.timers.after(
                 ms / 1000 if ms > 0 else p.timeouts.placeholder,
                 PlaceholderTimer(application_id=app.application_id),
-                to=self.actor.actor_ref,
+                to=self.actor_ref,
             )
         p.outbox.event(
             si.EventRecordType.REQUEST,
@@ -92,14 +117,14 @@ class Gang:
             group=app.application_id,
         )
         if app.state is AppState.NEW:
-            self.actor.transition(AppEvent.RUN)
+            self.transition(AppEvent.RUN)
         if app.state is AppState.ACCEPTED and app.placeholders_placed():
-            self.release_hold()
-            self.actor.transition(AppEvent.RUN, "all placeholders allocated")
+            self.release_gang_hold()
+            self.transition(AppEvent.RUN, "all placeholders allocated")
         if not app.placeholders_wanted:
             p.wake()  # real asks that waited for the gang may go now
 
-    def release_hold(self) -> None:
+    def release_gang_hold(self) -> None:
         """Give back the part of the queue quota the gang held for its unplaced members."""
         app = self.app
         held = app.gang_held
@@ -130,7 +155,9 @@ class Gang:
         del group.free[placeholder.uuid]
         if not fits(ask.resource, placeholder.resource):
             ask.no_replace = True
-            self._time_out(group, placeholder, "cancel placeholder: resource incompatible")
+            self._time_out_placeholder(
+                group, placeholder, "cancel placeholder: resource incompatible"
+            )
             p.outbox.event(
                 si.EventRecordType.REQUEST,
                 ask.allocation_key,
@@ -141,10 +168,10 @@ class Gang:
             )
             p.wake()
             return True
-        self.actor.run_handler(self._replace(ask, placeholder))
+        self.run_handler(self._replace_placeholder(ask, placeholder))
         return True
 
-    async def _replace(self, ask: Ask, placeholder: Allocation) -> None:
+    async def _replace_placeholder(self, ask: Ask, placeholder: Allocation) -> None:
         """One replacement, start to end: mark the placeholder, release it to the RM,
         await the RM's confirmation, then swap placeholder and real allocation in one step."""
         app, p = self.app, self.partition
@@ -152,10 +179,11 @@ class Gang:
         app.take_pending(ask)
         if app.queue is not None:
             app.queue.remove_pending(ask.resource)
-        node = p.nodes.get(placeholder.node_id)
-        if app.reservations and node is not None:
-            p.reservations.after_allocation(app, ask, node)
-        rep = Replacement(placeholder, ask, self.actor.promise())
+        if app.reservations:
+            node = p.nodes.get(placeholder.node_id)
+            if node is not None:
+                p.reservations.after_allocation(app, ask, node)
+        rep = Replacement(placeholder, ask, Promise())
         app.replacing[placeholder.uuid] = rep
         p.outbox.release(placeholder, REPLACED, f"placeholder replaced by ask {ask.allocation_key}")
         if ask.pending:
@@ -163,16 +191,16 @@ class Gang:
         try:
             confirmed = await rep.confirmed.within(p.timeouts.handshake)
         except DeadlineExceeded:
-            self._overdue(rep)
+            self._handshake_overdue(rep)
             confirmed = await rep.confirmed  # a late confirmation still completes it
         # Anything may have changed while the RM was asked: read it all again.
         del app.replacing[placeholder.uuid]
         if confirmed and app.allocations.get(placeholder.uuid) is placeholder:
-            self._swap(rep)
+            self._swap_placeholder(rep)
         else:
-            self._fell_through(rep)
+            self._replacement_fell_through(rep)
 
-    def confirmed(self, alloc: Allocation) -> bool:
+    def confirm_replacement(self, alloc: Allocation) -> bool:
         """The RM confirmed a ``PLACEHOLDER_REPLACED`` release: True if a handshake waited
         for it (and now goes on); a confirmation nobody awaits changes nothing here."""
         rep = self.app.replacing.get(alloc.uuid)
@@ -181,11 +209,11 @@ class Gang:
         rep.confirmed.resolve(True)  # a second confirmation finds it settled: a no-op
         return True
 
-    def _overdue(self, rep: Replacement) -> None:
+    def _handshake_overdue(self, rep: Replacement) -> None:
         app, p = self.app, self.partition
         bound = p.timeouts.handshake
         uuid = rep.placeholder.uuid
-        self.actor.log.warning(
+        self.log.warning(
             "application {}: the RM has not confirmed the release of placeholder {} after {}s",
             app.application_id,
             uuid,
@@ -200,7 +228,7 @@ class Gang:
             group=app.application_id,
         )
 
-    def _swap(self, rep: Replacement) -> None:
+    def _swap_placeholder(self, rep: Replacement) -> None:
         """The real allocation takes the placeholder's place: node, application and queue in
         one update. A real ask smaller than the placeholder gives the difference back; if
         the application no longer wants the ask, only the placeholder goes."""
@@ -247,8 +275,9 @@ class Gang:
             if group is not None:
                 group.timedout += 1
             self.after_placeholders()
-            self.actor.allocations_changed()
-            self.actor.maybe_complete()
+            if self._waiters:
+                self.allocations_left()
+            self.maybe_complete()
             p.wake()
             return
         app.add_allocation(real)
@@ -268,12 +297,13 @@ class Gang:
         if app.state in (AppState.ACCEPTED, AppState.COMPLETING) or (
             app.state is AppState.STARTING and real_before
         ):
-            self.actor.transition(AppEvent.RUN)
+            self.transition(AppEvent.RUN)
         self.after_placeholders()
-        self.actor.allocations_changed()
+        if self._waiters:
+            self.allocations_left()
         p.wake()
 
-    def _fell_through(self, rep: Replacement) -> None:
+    def _replacement_fell_through(self, rep: Replacement) -> None:
         """The placeholder went another way (node removed, released): the real ask wants an
         allocation again, and the next pass finds it another placeholder or a node."""
         app = self.app
@@ -281,7 +311,7 @@ class Gang:
         if delta and app.queue is not None:
             app.queue.add_pending(delta)
             self.partition.wake()
-        self.actor.maybe_complete()
+        self.maybe_complete()
 
     def placeholder_dropped(self, alloc: Allocation) -> None:
         """A placeholder left the application without replacing anything."""
@@ -296,9 +326,9 @@ class Gang:
 
     def after_placeholders(self) -> None:
         """The last placeholder went: no timeout is left to run."""
-        if not self.app.placeholder_count and self.timer is not None:
-            self.timer.cancel()
-            self.timer = None
+        if not self.app.placeholder_count and self.placeholder_timer is not None:
+            self.placeholder_timer.cancel()
+            self.placeholder_timer = None
 
     # ========================================================================= timeouts
     async def placeholder_timeout(self) -> None:
@@ -310,25 +340,25 @@ class Gang:
         placeholders are gone, ``Accepted`` as a normal application. The releases go out in
         one response, before the state change.
         """
-        self.timer = None
-        app, actor = self.app, self.actor
+        self.placeholder_timer = None
+        app, actor = self.app, self
         state = app.state
         unused = "releasing allocated placeholders on placeholder timeout"
         if state in (AppState.STARTING, AppState.RUNNING, AppState.COMPLETING):
-            self.release_hold()
-            asks = self._release_asks(real_too=False)
-            self._timeout_event(self._release_free(unused), asks)
+            self.release_gang_hold()
+            asks = self._release_placeholder_asks(real_too=False)
+            self._placeholder_timeout_event(self._release_free_placeholders(unused), asks)
             return
         if state not in (AppState.NEW, AppState.ACCEPTED):
             return
         hard = app.gang_scheduling_style == "Hard"
-        asks = self._release_asks(real_too=hard)
-        released = self._release_free(unused)
+        asks = self._release_placeholder_asks(real_too=hard)
+        released = self._release_free_placeholders(unused)
         if hard:
             for rep in app.replacing.values():
                 rep.cancelled = True
-        self.release_hold()
-        self._timeout_event(released, asks)
+        self.release_gang_hold()
+        self._placeholder_timeout_event(released, asks)
         actor.transition(AppEvent.FAIL if hard else AppEvent.RESUME, "ResourceReservationTimeout")
         changes = len(app.state_log)
         if hard:
@@ -343,34 +373,34 @@ class Gang:
                 actor.transition(AppEvent.RUN)
             actor.maybe_complete()
 
-    async def clean_up(self) -> None:
+    async def clean_up_placeholders(self) -> None:
         """``Completing`` timed out with placeholders left: release them with ``TIMEOUT``,
         and complete once the RM confirmed (unless the application moved on meanwhile)."""
         app = self.app
         changes = len(app.state_log)
-        released = self._release_free("releasing placeholders on app complete")
-        self._timeout_event(released, 0)
-        await self.actor.until(lambda: not app.placeholder_count)
+        released = self._release_free_placeholders("releasing placeholders on app complete")
+        self._placeholder_timeout_event(released, 0)
+        await self.until(lambda: not app.placeholder_count)
         if len(app.state_log) == changes:
-            self.actor.transition(AppEvent.COMPLETE, "placeholders released")
+            self.transition(AppEvent.COMPLETE, "placeholders released")
 
-    def _release_free(self, message: str) -> int:
+    def _release_free_placeholders(self, message: str) -> int:
         """Release every placeholder no real ask claimed, with ``TIMEOUT``."""
         released = 0
         for group in self.app.task_groups.values():
             for ph in group.free.values():
-                self._time_out(group, ph, message)
+                self._time_out_placeholder(group, ph, message)
                 released += 1
             group.free.clear()
         return released
 
-    def _time_out(self, group: TaskGroup, ph: Allocation, message: str) -> None:
+    def _time_out_placeholder(self, group: TaskGroup, ph: Allocation, message: str) -> None:
         """Release placeholder ``ph`` with ``TIMEOUT``; it counts as timed out now, once."""
         ph.release_pending = TIMEOUT
         group.timedout += 1
         self.partition.outbox.release(ph, TIMEOUT, message)
 
-    def _release_asks(self, real_too: bool) -> int:
+    def _release_placeholder_asks(self, real_too: bool) -> int:
         """Release pending placeholder asks (and real ones with ``real_too``), ``TIMEOUT``."""
         app = self.app
         in_handshake = {id(r.ask) for r in app.replacing.values()}
@@ -387,11 +417,11 @@ class Gang:
             self.partition.outbox.release_ask(
                 ask, TIMEOUT, "releasing placeholder asks on placeholder timeout"
             )
-            self.actor.remove_ask(ask.allocation_key)
+            self.remove_ask(ask.allocation_key)
             released += 1
         return released
 
-    def _timeout_event(self, released: int, asks: int) -> None:
+    def _placeholder_timeout_event(self, released: int, asks: int) -> None:
         app = self.app
         self.partition.outbox.event(
             si.EventRecordType.APP,

@@ -36,6 +36,8 @@ __all__ = ["ApplicationOwner", "Partition"]
 class ApplicationOwner(Protocol):
     """What the partition's own flows ask of an application's actor, in the shared turn."""
 
+    app: Application
+
     def allocated(self, ask: Ask, alloc: Allocation) -> None:
         """The scheduling pass committed ``alloc`` for ``ask`` (node, queue and app updated)."""
 

@@ -481,11 +481,16 @@ class RMProxy:
         ]
 
 
+# Enum calls are slow; a release per replacement confirmation comes through here.
+_TERMINATIONS: dict[object, si.TerminationType] = {t.value: t for t in si.TerminationType}
+
+
 def _termination(value: object) -> si.TerminationType:
+    """The termination type an RM sent; unknown or unset means ``STOPPED_BY_RM``."""
     try:
-        termination = si.TerminationType(value)  # type: ignore[arg-type]
-    except (ValueError, TypeError):
-        return si.TerminationType.STOPPED_BY_RM
-    if termination == si.TerminationType.UNKNOWN_TERMINATION_TYPE:
+        termination = _TERMINATIONS.get(value)
+    except TypeError:  # unhashable
+        termination = None
+    if termination is None or termination is si.TerminationType.UNKNOWN_TERMINATION_TYPE:
         return si.TerminationType.STOPPED_BY_RM
     return termination

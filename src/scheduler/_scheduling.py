@@ -54,6 +54,8 @@ class Scheduler:
         self.reserve_due: float | None = None
         self._no_reserve: set[Size] = set()  # sizes no node can hold
         self.checks_predicates = False  # an RM that checks predicates gets no reservations
+        self._reserved = partition.reservations.by_node  # the same dict, read on every pass
+        self._root = partition.root
 
     # ========================================================================== the pass
     def schedule(self, limit: int = 10_000) -> int:
@@ -118,17 +120,17 @@ class Scheduler:
         ``skip`` (ask ids) and ``no_node`` (ask sizes no node has room for) carry what a
         pass already learned; they are filled in as asks fail.
         """
-        p = self.partition
-        if not p.root.pending:
+        if not self._root.pending:
             return None
+        p = self.partition
         skip = set() if skip is None else skip
-        if p.reservations:
+        if self._reserved:
             proposal = self._propose_reserved(skip)
             if proposal is not None:
                 return proposal
         if not p.index and not self._free_placeholders():
             return None  # no free node; a replacement needs none, though
-        return self._propose_in(p.root, skip, set() if no_node is None else no_node)
+        return self._propose_in(self._root, skip, set() if no_node is None else no_node)
 
     def _free_placeholders(self) -> bool:
         return any(
@@ -219,7 +221,7 @@ class Scheduler:
     def _propose_reserved(self, skip: set[int]) -> Proposal | None:
         """An allocation for a reserved ask: on its node if it fits now, or on any other."""
         p = self.partition
-        for reservation in p.reservations:
+        for reservation in p.reservations.by_node.values():
             ask = reservation.ask
             if id(ask) in skip:
                 continue
@@ -334,15 +336,16 @@ class Scheduler:
         if app.reservations:
             p.reservations.after_allocation(app, ask, node)
         p.outbox.add("new", alloc.to_si(ask.resource_si()))
-        p.owners[app.application_id].allocated(ask, alloc)
+        if ask.placeholder or app.state is not AppState.RUNNING:
+            # The application's state machine or its gang moves on: its actor's part.
+            p.owners[app.application_id].allocated(ask, alloc)
         return alloc
 
     def _replace(self, proposal: Proposal) -> bool:
-        p = self.partition
         app = proposal.application
-        owner = p.owners.get(app.application_id)
-        if owner is None or p.applications.get(app.application_id) is not app:
-            return False
+        owner = self.partition.owners.get(app.application_id)
+        if owner is None or owner.app is not app:
+            return False  # the application left (and maybe came back) meanwhile
         assert proposal.replace is not None
         return owner.begin_replacement(proposal.ask, proposal.replace)
 
