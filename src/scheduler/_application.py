@@ -362,6 +362,18 @@ class Application:
             if total > peak.get(name, 0):
                 peak[name] = total
 
+    def swap_placeholder(self, placeholder: Allocation, real: Allocation) -> None:
+        """``real`` takes the place of ``placeholder``, of the same resource: the totals of
+        what the application holds stay as they are."""
+        del self.allocations[placeholder.uuid]
+        self.allocations[real.uuid] = real
+        self.placeholder_count -= 1
+        sub_into(self.placeholder_allocated, placeholder.resource)
+        self.had_real = True
+        group = self.task_groups.get(placeholder.task_group_name)
+        if group is not None:
+            group.free.pop(placeholder.uuid, None)
+
     def reservations_of(self, ask: Ask) -> list[Reservation]:
         return [r for r in self.reservations.values() if r.ask is ask]
 

@@ -267,9 +267,13 @@ class GangFlows:
                 if real is not None:
                     node.add_allocation(real)
                 p.index.update(node)
-        app.remove_allocation(ph.uuid)
-        if queue is not None and not same:
-            queue.remove_allocated(ph.resource)
+        if same:
+            assert real is not None
+            app.swap_placeholder(ph, real)  # same size: application and queue totals stay
+        else:
+            app.remove_allocation(ph.uuid)
+            if queue is not None:
+                queue.remove_allocated(ph.resource)
         group = app.task_groups.get(ph.task_group_name)
         if real is None:
             if group is not None:
@@ -280,9 +284,10 @@ class GangFlows:
             self.maybe_complete()
             p.wake()
             return
-        app.add_allocation(real)
-        if queue is not None and not same:
-            queue.add_allocated(real.resource)
+        if not same:
+            app.add_allocation(real)
+            if queue is not None:
+                queue.add_allocated(real.resource)
         if group is not None:
             group.replaced += 1
         p.total_allocations += 1

@@ -109,15 +109,18 @@ def _resource(res: object, what: str, key: str = "") -> dict[str, int]:
         raise _Bad(f"{what} must be an si.Resource, got {type(res).__name__}")
     out: dict[str, int] = {}
     for name, q in res.resources.items():
-        value = q.value if type(q) is _Quantity else None
-        if type(value) is not int or value < 0:
-            what = what.replace("{}", key, 1)
+        if type(q) is _Quantity:
+            value = q.value
+            if type(value) is int and value >= 0:
+                if value:
+                    out[name] = value
+                continue
+        else:
+            value = None
+        what = what.replace("{}", key, 1)
         if type(value) is not int:
             raise _Bad(f"{what}: quantity of {name!r} must be an integer, got {value!r}")
-        if value < 0:
-            raise _Bad(f"{what}: quantity of {name!r} is negative ({value})")
-        if value:
-            out[name] = value
+        raise _Bad(f"{what}: quantity of {name!r} is negative ({value})")
     return out
 
 
@@ -457,13 +460,22 @@ class RMProxy:
 
     def _releases(self, rm: RMRecord, items: Iterable[Any]) -> list[tuple[ActorRef, Any]]:
         grouped: dict[tuple[str, str], list[AllocationReleased]] = {}
+        known: dict[str, str] = {}  # partition names of this request already checked
         for rel in items:
             if type(rel) is not si.AllocationRelease:
                 raise SchedulerError(f"allocations_to_release holds a {type(rel).__name__}")
             try:
-                name, _ = self._partition(rm, rel.partition_name)
-                app_id = _text(rel.application_id, "release application id")
-                uuid = _text(rel.uuid, "release uuid", required=False)
+                raw = rel.partition_name
+                name = known.get(raw) if type(raw) is str else None
+                if name is None:
+                    name, _ = self._partition(rm, raw)
+                    known[raw] = name
+                app_id = rel.application_id
+                if type(app_id) is not str or not app_id:
+                    app_id = _text(app_id, "release application id")
+                uuid = rel.uuid
+                if type(uuid) is not str:
+                    uuid = _text(uuid, "release uuid", required=False)
             except _MALFORMED as bad:
                 logger.bind(rm_id=rm.rm_id).warning("allocation release ignored: {}", _reason(bad))
                 continue
