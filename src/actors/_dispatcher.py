@@ -150,6 +150,14 @@ class Dispatcher(Continuations):
                         cell.handler_time += perf_counter() - started
                         cell.processed += done
                         budget -= done
+                        if cell.resumes and not cell.closed and not cell.control:
+                            # What those messages woke (a confirmation its handler awaited)
+                            # goes on now, while what it touches is still in the cache.
+                            started = perf_counter()
+                            done = await self._resume(cell, batch)
+                            cell.handler_time += perf_counter() - started
+                            cell.resumed += done
+                            budget -= done
                     if cell.control or mailbox or cell.resumes:
                         ready.append(cell)
                     else:

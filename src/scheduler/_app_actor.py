@@ -23,6 +23,7 @@ from scheduler._events import (
     AppTimer,
     AsksReleased,
     AsksUpdated,
+    HandshakesDue,
     PlaceholderTimer,
     Retire,
 )
@@ -59,6 +60,7 @@ class ApplicationActor(GangFlows, Actor):
         self.app = app
         self.state_timer: TimerHandle | None = None
         self.placeholder_timer = None
+        self.handshake_timer = None
         # Handlers waiting for the application's allocations to reach a condition.
         self._waiters: list[tuple[Callable[[], bool], Promise[None]]] = []
 
@@ -76,6 +78,8 @@ class ApplicationActor(GangFlows, Actor):
                 timer = self.placeholder_timer
                 if timer is not None and timer.fired:  # not one cancelled and set anew
                     await self.placeholder_timeout()
+            case HandshakesDue():
+                self.handshakes_due()
             case Retire():
                 self.actor_ref.stop()  # an application of the same id took its place
             case _:
@@ -328,6 +332,7 @@ class ApplicationActor(GangFlows, Actor):
         if self.placeholder_timer is not None:
             self.placeholder_timer.cancel()
             self.placeholder_timer = None
+        self.handshake_timer = None
         p.application_left(app)
 
     def _expired(self) -> None:

@@ -28,6 +28,7 @@ __all__ = [
     "ChildQueueRemoved",
     "ConfigUpdated",
     "ConfigureQueue",
+    "HandshakesDue",
     "NodeUpdate",
     "NodesUpdated",
     "Outbound",
@@ -145,6 +146,12 @@ class AppTimer(Event, frozen=True, kw_only=True):
 
 class PlaceholderTimer(Event, frozen=True, kw_only=True):
     """The placeholder timeout of a gang application ran out."""
+
+    application_id: str
+
+
+class HandshakesDue(Event, frozen=True, kw_only=True):
+    """Time to look for placeholder releases the RM has not confirmed within the bound."""
 
     application_id: str
 

@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from actors import DeadlineExceeded, Promise, TimerHandle
+from actors import Promise, TimerHandle
 from scheduler import si
 from scheduler._application import AppEvent, AppState, TaskGroup
-from scheduler._events import PlaceholderTimer
+from scheduler._events import HandshakesDue, PlaceholderTimer
 from scheduler._objects import Allocation, Ask, new_uuid
 from scheduler._placement import show
 from scheduler._resources import add_into, fits, sub_into
@@ -50,7 +50,9 @@ class Replacement(msgspec.Struct, gc=False):
     placeholder: Allocation
     ask: Ask
     confirmed: Promise[bool]
+    started: float
     cancelled: bool = False
+    overdue: bool = False
 
     def __repr__(self) -> str:
         return f"<Replacement {self.placeholder.uuid} for {self.ask.allocation_key}>"
@@ -64,6 +66,7 @@ class GangFlows:
     app: Application
     partition: Partition
     placeholder_timer: TimerHandle | None  # the placeholder timeout, once one is placed
+    handshake_timer: TimerHandle | None  # watches the bound of the open handshakes
     _waiters: list[tuple[Callable[[], bool], Promise[None]]]  # see ApplicationActor.until
 
     if TYPE_CHECKING:  # the rest of the actor
@@ -183,16 +186,16 @@ class GangFlows:
             node = p.nodes.get(placeholder.node_id)
             if node is not None:
                 p.reservations.after_allocation(app, ask, node)
-        rep = Replacement(placeholder, ask, Promise())
+        rep = Replacement(placeholder, ask, Promise(), p.clock())
         app.replacing[placeholder.uuid] = rep
         p.outbox.release(placeholder, REPLACED, f"placeholder replaced by ask {ask.allocation_key}")
         if ask.pending:
             p.wake()
-        try:
-            confirmed = await rep.confirmed.within(p.timeouts.handshake)
-        except DeadlineExceeded:
-            self._handshake_overdue(rep)
-            confirmed = await rep.confirmed  # a late confirmation still completes it
+        if self.handshake_timer is None:
+            self._watch_handshakes(p.timeouts.handshake)
+        # The turn ends here. If the RM takes longer than the bound, handshakes_due says
+        # so, and the wait goes on: a late confirmation still completes the replacement.
+        confirmed = await rep.confirmed
         # Anything may have changed while the RM was asked: read it all again.
         del app.replacing[placeholder.uuid]
         if confirmed and app.allocations.get(placeholder.uuid) is placeholder:
@@ -208,6 +211,31 @@ class GangFlows:
             return False
         rep.confirmed.resolve(True)  # a second confirmation finds it settled: a no-op
         return True
+
+    def _watch_handshakes(self, delay: float) -> None:
+        """One timer per application watches the bound of all its open handshakes (a
+        deadline per handshake would cost each a timer entry, on the hottest await)."""
+        self.handshake_timer = self.actor_system.timers.after(
+            delay, HandshakesDue(application_id=self.app.application_id), to=self.actor_ref
+        )
+
+    def handshakes_due(self) -> None:
+        """Report every handshake that waited longer than the bound; watch the next one."""
+        self.handshake_timer = None
+        bound = self.partition.timeouts.handshake
+        now = self.partition.clock()
+        next_due: float | None = None
+        for rep in self.app.replacing.values():
+            if rep.overdue:
+                continue
+            due = rep.started + bound
+            if due > now:
+                next_due = due if next_due is None else min(next_due, due)
+                continue
+            rep.overdue = True
+            self._handshake_overdue(rep)
+        if next_due is not None:
+            self._watch_handshakes(next_due - now)
 
     def _handshake_overdue(self, rep: Replacement) -> None:
         app, p = self.app, self.partition
