@@ -26,7 +26,7 @@ import platform
 import sys
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from pathlib import Path
 from typing import cast
 
@@ -43,6 +43,19 @@ Contestant = Callable[[int], contextlib.AbstractAsyncContextManager[Slice]]  # c
 
 
 # -- baselines -------------------------------------------------------------------------
+
+
+@contextlib.asynccontextmanager
+async def running(consumer: Coroutine[None, None, None]) -> AsyncIterator[None]:
+    """A baseline's consumer task, started and running while the block runs."""
+    task = asyncio.get_running_loop().create_task(consumer)
+    await asyncio.sleep(0)
+    try:
+        yield
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
 
 
 @contextlib.asynccontextmanager
@@ -81,14 +94,8 @@ async def raw_deque_tell(chunk: int) -> AsyncIterator[Slice]:
                 await asyncio.sleep(0)
         await finished
 
-    task = loop.create_task(consumer())
-    await asyncio.sleep(0)
-    try:
+    async with running(consumer()):
         yield run_slice
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
 
 
 @contextlib.asynccontextmanager
@@ -120,14 +127,8 @@ async def raw_queue_tell(chunk: int) -> AsyncIterator[Slice]:
                 await asyncio.sleep(0)
         await finished
 
-    task = loop.create_task(consumer())
-    await asyncio.sleep(0)
-    try:
+    async with running(consumer()):
         yield run_slice
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
 
 
 @contextlib.asynccontextmanager
@@ -148,14 +149,8 @@ async def raw_ask(_chunk: int) -> AsyncIterator[Slice]:
             queue.put_nowait((i, future))
             await future
 
-    task = loop.create_task(consumer())
-    await asyncio.sleep(0)
-    try:
+    async with running(consumer()):
         yield run_slice
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
 
 
 @contextlib.asynccontextmanager
@@ -182,14 +177,8 @@ async def raw_future_round_trip(_chunk: int) -> AsyncIterator[Slice]:
             await asyncio.sleep(0)
         assert count == expected, (count, expected)
 
-    task = loop.create_task(consumer())
-    await asyncio.sleep(0)
-    try:
+    async with running(consumer()):
         yield run_slice
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
 
 
 # -- the runtime -------------------------------------------------------------------------
