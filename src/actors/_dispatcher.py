@@ -128,11 +128,7 @@ class Dispatcher(Continuations):
                         if cell.dead:
                             continue
                     if cell.resumes and not cell.closed:
-                        started = perf_counter()
-                        done = await self._resume(cell, batch)
-                        cell.handler_time += perf_counter() - started
-                        cell.resumed += done
-                        budget -= done
+                        budget -= await self._resume(cell, batch)
                     mailbox = cell.mailbox
                     n = len(mailbox)
                     # control: a continuation failed and asked for a restart (messages wait)
@@ -153,11 +149,7 @@ class Dispatcher(Continuations):
                         if cell.resumes and not cell.closed and not cell.control:
                             # What those messages woke (a confirmation its handler awaited)
                             # goes on now, while what it touches is still in the cache.
-                            started = perf_counter()
-                            done = await self._resume(cell, batch)
-                            cell.handler_time += perf_counter() - started
-                            cell.resumed += done
-                            budget -= done
+                            budget -= await self._resume(cell, batch)
                     if cell.control or mailbox or cell.resumes:
                         ready.append(cell)
                     else:

@@ -6,8 +6,7 @@ import asyncio
 import heapq
 import itertools
 import math
-from collections import deque
-from typing import TYPE_CHECKING, Protocol, cast
+from typing import TYPE_CHECKING, cast
 
 from loguru import logger
 
@@ -17,7 +16,7 @@ from ._errors import ActorDeadError
 if TYPE_CHECKING:
     from ._actor import ActorRef
 
-__all__ = ["Deadline", "RuntimeTimer", "TimerHandle", "Timers"]
+__all__ = ["RuntimeTimer", "TimerHandle", "Timers"]
 
 _COMPACT_AT = 256  # cancelled timers kept in the heap before it is rebuilt
 
@@ -27,7 +26,9 @@ class TimerHandle:
 
     __slots__ = ("_cancelled", "_fired", "_timers", "due", "message", "to")
 
-    def __init__(self, timers: Timers, due: float, message: object, to: ActorRef | None) -> None:
+    to: ActorRef | None  # None for a timer of the runtime's own (RuntimeTimer)
+
+    def __init__(self, timers: Timers, due: float, message: object, to: ActorRef) -> None:
         self._timers = timers
         self.due = due
         self.message = message
@@ -70,40 +71,6 @@ class RuntimeTimer(TimerHandle):
         raise NotImplementedError
 
 
-class Deadline(Protocol):
-    """What `Timers.deadline` keeps: ``frame`` is None once nobody waits for it."""
-
-    seconds: float
-    due: float
-    timers: Timers | None
-
-    @property
-    def frame(self) -> object | None: ...
-
-    def expire(self) -> None: ...
-
-
-class _DeadlineQueue(RuntimeTimer):
-    """The deadlines of one length, in the order they fall due; one timer for the head."""
-
-    __slots__ = ("armed", "entries")
-
-    def __init__(self) -> None:
-        self.entries: deque[Deadline] = deque()
-        self.armed = False
-
-    def fire(self) -> None:
-        entries = self.entries
-        now = self._timers._clock.now()
-        while entries and entries[0].due <= now:
-            entries.popleft().expire()
-        while entries and entries[0].frame is None:
-            entries.popleft()  # done before it fell due
-        self.armed = bool(entries)
-        if entries:
-            self._timers.arm(self, entries[0].due)
-
-
 class Timers:
     """The timer service of one `ActorSystem` (`system.timers`).
 
@@ -113,16 +80,7 @@ class Timers:
     clock moving.
     """
 
-    __slots__ = (
-        "_cancelled",
-        "_clock",
-        "_deadlines",
-        "_heap",
-        "_seq",
-        "_sleep_until",
-        "_waiting_deadlines",
-        "_wake",
-    )
+    __slots__ = ("_cancelled", "_clock", "_heap", "_seq", "_sleep_until", "_wake")
 
     def __init__(self, clock: Clock) -> None:
         self._clock = clock
@@ -131,8 +89,6 @@ class Timers:
         self._cancelled = 0
         self._wake: asyncio.Future[None] | None = None
         self._sleep_until = math.inf
-        self._deadlines: dict[float, _DeadlineQueue] = {}
-        self._waiting_deadlines = 0
 
     def after(self, delay: float, message: object, *, to: ActorRef) -> TimerHandle:
         """Tell `message` to `to` once `delay` seconds of the clock have passed.
@@ -160,38 +116,13 @@ class Timers:
         """
         return self._push(TimerHandle(self, float(when), message, to))
 
-    def now(self) -> float:
-        """The clock's time."""
-        return self._clock.now()
-
-    def arm(self, handle: RuntimeTimer, due: float) -> None:
-        """Arm a timer of the runtime's own to fall due at ``due``: then its ``fire()`` runs
-        instead of a tell."""
+    def arm(self, handle: RuntimeTimer, delay: float) -> None:
+        """Arm a timer of the runtime's own (a handler's `sleep` or `within`) to fall due
+        ``delay`` seconds from now: then its ``fire()`` runs instead of a tell."""
         handle._timers = self
-        handle.due = due
+        handle.due = self._clock.now() + delay
         handle._cancelled = handle._fired = False
         self._push(handle)
-
-    def deadline(self, entry: Deadline) -> None:
-        """Expire ``entry`` (a handler's `within` deadline) ``entry.seconds`` from now,
-        unless it is done first (`deadline_done`). Deadlines of one length fall due in the
-        order they are set, so each length has one queue and one timer, not a heap entry
-        per deadline."""
-        seconds = entry.seconds
-        queue = self._deadlines.get(seconds)
-        if queue is None:
-            queue = self._deadlines[seconds] = _DeadlineQueue()
-        entry.timers = self
-        entry.due = due = self._clock.now() + seconds
-        queue.entries.append(entry)
-        self._waiting_deadlines += 1
-        if not queue.armed:
-            queue.armed = True
-            self.arm(queue, due)
-
-    def deadline_done(self) -> None:
-        """A deadline entry expired or is no longer waited for."""
-        self._waiting_deadlines -= 1
 
     def _push(self, handle: TimerHandle) -> TimerHandle:
         due = handle.due
@@ -201,9 +132,7 @@ class Timers:
         return handle
 
     def __len__(self) -> int:
-        """Pending timers: messages, sleeps, and deadlines somebody still waits for."""
-        armed = sum(1 for q in self._deadlines.values() if q.armed)
-        return len(self._heap) - self._cancelled - armed + self._waiting_deadlines
+        return len(self._heap) - self._cancelled
 
     def __repr__(self) -> str:
         return f"<Timers pending={len(self)} next={self.next_due()!r}>"
@@ -253,8 +182,6 @@ class Timers:
                 handle._cancelled = True
         self._heap.clear()
         self._cancelled = 0
-        self._deadlines.clear()
-        self._waiting_deadlines = 0
 
     def _wake_task(self) -> None:
         wake = self._wake

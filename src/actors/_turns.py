@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Coroutine, Generator
+from time import perf_counter
 from typing import TYPE_CHECKING, Any, Final, Generic, Protocol, TypeVar
 
 import msgspec
@@ -142,13 +143,8 @@ class Promise(Waitable, Generic[T]):
         if self._value is not _PENDING or self._error is not None:
             return False
         self._value = value
-        waiters = self._waiters
-        if waiters is not None:
-            if type(waiters) is list:
-                self._wake_all()
-            else:
-                self._waiters = None
-                waiters.wake()  # type: ignore[union-attr]
+        if self._waiters is not None:
+            self._wake_all()
         return True
 
     def reject(self, error: BaseException) -> bool:
@@ -245,65 +241,52 @@ class _FutureWaiter:
             self.future.set_result(None)
 
 
-class _Timed(msgspec.Struct, Generic[T], gc=False, eq=False):
+class _Timed(RuntimeTimer, Waitable, Generic[T]):
     """`Promise.within`: the promise, or `DeadlineExceeded` when the clock passes first.
 
-    A deadline entry of the system's timers (`Timers.deadline`): deadlines of one length
-    fall due in the order they were set, so they share one timer. Not tracked by the
-    garbage collector; its references are dropped when it is done.
+    One object is the awaitable and its timer (armed when the handler parks).
     """
 
-    promise: Promise[T] | None
-    seconds: float
-    frame: Frame | None = None
-    due: float = 0.0
-    timers: Any = None  # the Timers keeping it, while it waits
+    __slots__ = ("_frame", "_promise", "_seconds")
+
+    def __init__(self, promise: Promise[T], seconds: float) -> None:
+        self._promise = promise
+        self._seconds = seconds
+        self._frame: Frame | None = None
 
     def __await__(self) -> Generator[Any, None, T]:
-        promise = self.promise
-        assert promise is not None
+        promise = self._promise
         if promise._value is _PENDING and promise._error is None:
             if driver.current is None:
                 raise RuntimeError("within() can only be awaited in a handler of a reentrant actor")
             yield self
             if promise._value is _PENDING and promise._error is None:
-                raise DeadlineExceeded(f"no answer within {self.seconds:g}s")
+                raise DeadlineExceeded(f"no answer within {self._seconds:g}s")
         if promise._error is not None:
             raise promise._error
         return promise._value  # type: ignore[no-any-return]
 
     def park(self, frame: Frame) -> None:
-        self.frame = frame
-        promise = self.promise
-        assert promise is not None
-        if promise._waiters is None:
-            promise._waiters = self
-        else:
-            promise.add_waiter(self)
-        frame.cell.system.timers.deadline(self)
+        self._frame = frame
+        self._promise.add_waiter(self)
+        frame.cell.system.timers.arm(self, self._seconds)
 
     def wake(self) -> None:  # the promise settled first
-        frame = self.frame
+        frame, self._frame = self._frame, None
         if frame is not None:
-            self.frame = self.promise = None
-            self.timers._waiting_deadlines -= 1  # Timers.deadline_done, inlined
+            self.cancel()
             frame.wake()
 
-    def expire(self) -> None:  # the deadline came first
-        frame = self.frame
+    def fire(self) -> None:  # the deadline came first
+        frame, self._frame = self._frame, None
         if frame is not None:
-            promise, self.frame, self.promise = self.promise, None, None
-            assert promise is not None
-            promise.abandon(self)
-            self.timers.deadline_done()
+            self._promise.abandon(self)
             frame.wake()
 
     def abandon(self, frame: Frame) -> None:
-        if self.frame is not None:
-            promise, self.frame, self.promise = self.promise, None, None
-            if promise is not None:
-                promise.abandon(self)
-            self.timers.deadline_done()
+        self._frame = None
+        self.cancel()
+        self._promise.abandon(self)
 
 
 class Sleep(RuntimeTimer, Waitable):
@@ -324,21 +307,16 @@ class Sleep(RuntimeTimer, Waitable):
 
     def park(self, frame: Frame) -> None:
         self._frame = frame
-        timers = frame.cell.system.timers
-        timers.arm(self, timers.now() + self._seconds)
+        frame.cell.system.timers.arm(self, self._seconds)
 
     def fire(self) -> None:
-        frame = self._frame
+        frame, self._frame = self._frame, None
         if frame is not None:
-            self._frame = None
             frame.wake()
 
     def abandon(self, frame: Frame) -> None:
         self._frame = None
         self.cancel()
-
-
-_PARKABLE: Final = (Waitable, _Timed)
 
 
 class Continuations:
@@ -390,7 +368,9 @@ class Continuations:
                 self._schedule(cell)
 
     async def _resume(self, cell: Cell, k: int) -> int:
-        """Run up to ``k`` continuations of ``cell``, oldest first."""
+        """Run up to ``k`` continuations of ``cell``, oldest first; returns how many ran
+        (and counts them, and their time, in the cell's stats)."""
+        started = perf_counter()
         resumes = cell.resumes
         done = 0
         while resumes and done < k and not cell.closed and not cell.control:
@@ -406,6 +386,8 @@ class Continuations:
             yielded = self._step(frame, None)
             if yielded is not _PARKED:
                 await self._inline(frame, yielded)
+        cell.handler_time += perf_counter() - started
+        cell.resumed += done
         return done
 
     def _step(self, frame: Frame, error: BaseException | None) -> object:
@@ -437,7 +419,7 @@ class Continuations:
                 ask.future.set_exception(ActorDeadError(f"actor {frame.cell.name!r} stopped"))
             raise
         driver.current = previous
-        if isinstance(yielded, _PARKABLE):
+        if isinstance(yielded, Waitable):
             frame.state = PARKED
             frame.waiting = yielded
             frame.cell.frames[frame] = None

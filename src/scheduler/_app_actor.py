@@ -188,8 +188,7 @@ class ApplicationActor(GangFlows, Actor):
             app.queue.remove_allocated(alloc.resource)
         if alloc.placeholder:
             self.placeholder_dropped(alloc)
-        if self._waiters:
-            self.allocations_left()
+        self.allocations_left()
 
     def allocated(self, ask: Ask, alloc: Allocation) -> None:
         """The scheduling pass committed ``alloc`` (node, queue and application updated)."""

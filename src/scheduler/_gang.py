@@ -67,7 +67,6 @@ class GangFlows:
     partition: Partition
     placeholder_timer: TimerHandle | None  # the placeholder timeout, once one is placed
     handshake_timer: TimerHandle | None  # watches the bound of the open handshakes
-    _waiters: list[tuple[Callable[[], bool], Promise[None]]]  # see ApplicationActor.until
 
     if TYPE_CHECKING:  # the rest of the actor
         actor_ref: ActorRef
@@ -286,36 +285,32 @@ class GangFlows:
                 p.clock(),
             )
         real_before = len(app.allocations) - app.placeholder_count
-        same = real is not None and real.resource == ph.resource
-        if node is not None:
-            if real is not None and same:
-                node.swap_allocation(ph.uuid, real)  # same size: node totals stay
-            else:
+        if real is not None and real.resource == ph.resource:
+            assert node is not None
+            node.swap_allocation(ph.uuid, real)  # same size: the totals of node,
+            app.swap_placeholder(ph, real)  # application and queue stay as they are
+        else:
+            if node is not None:
                 node.remove_allocation(ph.uuid)
                 if real is not None:
                     node.add_allocation(real)
                 p.index.update(node)
-        if same:
-            assert real is not None
-            app.swap_placeholder(ph, real)  # same size: application and queue totals stay
-        else:
             app.remove_allocation(ph.uuid)
             if queue is not None:
                 queue.remove_allocated(ph.resource)
+            if real is not None:
+                app.add_allocation(real)
+                if queue is not None:
+                    queue.add_allocated(real.resource)
         group = app.task_groups.get(ph.task_group_name)
         if real is None:
             if group is not None:
                 group.timedout += 1
             self.after_placeholders()
-            if self._waiters:
-                self.allocations_left()
+            self.allocations_left()
             self.maybe_complete()
             p.wake()
             return
-        if not same:
-            app.add_allocation(real)
-            if queue is not None:
-                queue.add_allocated(real.resource)
         if group is not None:
             group.replaced += 1
         p.total_allocations += 1
@@ -332,8 +327,7 @@ class GangFlows:
         ):
             self.transition(AppEvent.RUN)
         self.after_placeholders()
-        if self._waiters:
-            self.allocations_left()
+        self.allocations_left()
         p.wake()
 
     def _replacement_fell_through(self, rep: Replacement) -> None:
@@ -374,7 +368,7 @@ class GangFlows:
         one response, before the state change.
         """
         self.placeholder_timer = None
-        app, actor = self.app, self
+        app = self.app
         state = app.state
         unused = "releasing allocated placeholders on placeholder timeout"
         if state in (AppState.STARTING, AppState.RUNNING, AppState.COMPLETING):
@@ -392,19 +386,19 @@ class GangFlows:
                 rep.cancelled = True
         self.release_gang_hold()
         self._placeholder_timeout_event(released, asks)
-        actor.transition(AppEvent.FAIL if hard else AppEvent.RESUME, "ResourceReservationTimeout")
+        self.transition(AppEvent.FAIL if hard else AppEvent.RESUME, "ResourceReservationTimeout")
         changes = len(app.state_log)
         if hard:
-            await actor.until(lambda: not app.allocations)
+            await self.until(lambda: not app.allocations)
             if len(app.state_log) == changes:
-                actor.transition(AppEvent.FAIL, "all placeholders released")
+                self.transition(AppEvent.FAIL, "all placeholders released")
             return
-        await actor.until(lambda: not app.placeholder_count)
+        await self.until(lambda: not app.placeholder_count)
         if len(app.state_log) == changes:
-            actor.transition(AppEvent.RUN, "placeholders released: scheduling normally")
+            self.transition(AppEvent.RUN, "placeholders released: scheduling normally")
             if app.allocations:  # a replacement completed while it resumed
-                actor.transition(AppEvent.RUN)
-            actor.maybe_complete()
+                self.transition(AppEvent.RUN)
+            self.maybe_complete()
 
     async def clean_up_placeholders(self) -> None:
         """``Completing`` timed out with placeholders left: release them with ``TIMEOUT``,
