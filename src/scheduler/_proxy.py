@@ -170,6 +170,15 @@ class RMProxy:
             raise _Bad(f"partition {name!r} does not exist")
         return name, ref
 
+    def _partition_name(self, rm: RMRecord, raw: object, known: dict[str, str]) -> str:
+        """``_partition``'s checked name, each raw name of a request checked once."""
+        if not isinstance(raw, str):
+            return self._partition(rm, raw)[0]  # raises: a name must be a string
+        name = known.get(raw)
+        if name is None:
+            name = known[raw] = self._partition(rm, raw)[0]
+        return name
+
     def _reject(self, rm: RMRecord, kind: str, payload: object) -> None:
         rm.callback.tell(Outbound(kind=kind, payload=payload))
 
@@ -351,11 +360,7 @@ class RMProxy:
                 raise SchedulerError(f"AllocationRequest.asks holds a {type(ask).__name__}")
             try:
                 spec = self._ask(ask)
-                raw = ask.partition_name
-                name = known.get(raw) if type(raw) is str else None
-                if name is None:
-                    name, _ = self._partition(rm, raw)
-                    known[raw] = name
+                name = self._partition_name(rm, ask.partition_name, known)
             except _MALFORMED as bad:
                 rejected.append(
                     si.RejectedAllocationAsk(
@@ -465,11 +470,7 @@ class RMProxy:
             if type(rel) is not si.AllocationRelease:
                 raise SchedulerError(f"allocations_to_release holds a {type(rel).__name__}")
             try:
-                raw = rel.partition_name
-                name = known.get(raw) if type(raw) is str else None
-                if name is None:
-                    name, _ = self._partition(rm, raw)
-                    known[raw] = name
+                name = self._partition_name(rm, rel.partition_name, known)
                 app_id = rel.application_id
                 if type(app_id) is not str or not app_id:
                     app_id = _text(app_id, "release application id")
