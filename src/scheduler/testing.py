@@ -1,12 +1,83 @@
-"""Helpers for driving the core from tests and scripts: a manual clock and a recording RM."""
+"""Helpers for driving the core from tests and scripts: a manual clock, a recording RM, and
+a watch on the errors the core logs."""
 
 from __future__ import annotations
+
+import contextlib
+from types import TracebackType
+from typing import Any
+
+from loguru import logger
 
 from actors import ManualClock
 from scheduler import si
 from scheduler._callback import ResourceManagerCallback
 
-__all__ = ["ManualClock", "RecordingCallback"]
+__all__ = ["ErrorWatch", "ManualClock", "RecordingCallback"]
+
+
+class ErrorWatch:
+    """Every record of level ERROR or worse logged while the watch is open.
+
+    The runtime logs each failed actor handler, timer or hook at ERROR (with its traceback)
+    and goes on; so does the RM proxy for a callback that raised. A test that opens a watch
+    and checks it afterwards cannot pass over a crash that the core survived::
+
+        with ErrorWatch() as errors:
+            ...  # drive the core
+        assert not errors, errors.report()
+
+    ``allow`` lists substrings of messages that are expected (a test that makes an RM
+    callback raise on purpose): those are kept apart in ``allowed``. Opening a watch turns
+    the ``actors`` and ``scheduler`` loggers on (they are what it watches).
+    """
+
+    def __init__(self, *, allow: tuple[str, ...] = ()) -> None:
+        self.allow = allow
+        self.records: list[dict[str, Any]] = []
+        self.allowed: list[dict[str, Any]] = []
+        self._sink_id: int | None = None
+
+    def __enter__(self) -> ErrorWatch:
+        logger.enable("actors")
+        logger.enable("scheduler")
+        self._sink_id = logger.add(self._sink, level="ERROR", format="{message}", catch=False)
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._sink_id is not None:
+            with contextlib.suppress(ValueError):  # a CLI run under the watch removed every sink
+                logger.remove(self._sink_id)
+            self._sink_id = None
+
+    def _sink(self, message: Any) -> None:
+        record = message.record
+        text = record["message"]
+        if any(expected in text for expected in self.allow):
+            self.allowed.append(record)
+        else:
+            self.records.append(record)
+
+    def __bool__(self) -> bool:
+        return bool(self.records)
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    def report(self) -> str:
+        """Each unexpected record: where it was logged, its message and its exception."""
+        lines = [f"{len(self.records)} error(s) logged:"]
+        for record in self.records:
+            lines.append(f"- {record['name']}:{record['line']}: {record['message']}")
+            exception = record["exception"]
+            if exception is not None and exception.type is not None:
+                lines.append(f"    {exception.type.__name__}: {exception.value}")
+        return "\n".join(lines)
 
 
 class RecordingCallback(ResourceManagerCallback):

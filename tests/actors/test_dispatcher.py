@@ -117,6 +117,7 @@ async def test_messages_told_from_on_drained_are_processed_then_drained_again(
 
 
 @pytest.mark.asyncio
+@pytest.mark.logs_errors("failed in on_drained")
 async def test_a_failing_on_drained_is_logged_and_the_group_continues(
     system: ActorSystem, logs: Logs
 ) -> None:

@@ -215,6 +215,7 @@ async def test_async_hooks_are_awaited(system: ActorSystem) -> None:
 
 
 @pytest.mark.asyncio
+@pytest.mark.logs_errors("failed in on_start")
 async def test_failing_on_start_stops_the_actor(system: ActorSystem, logs: Logs) -> None:
     class BadStart(Actor):
         def on_start(self) -> None:

@@ -66,6 +66,7 @@ async def test_ask_raises_the_handlers_exception_and_the_actor_continues(
 
 
 @pytest.mark.asyncio
+@pytest.mark.logs_errors("failed handling")
 async def test_tell_failure_is_logged_and_the_actor_resumes(
     system: ActorSystem, logs: Logs
 ) -> None:
@@ -88,6 +89,7 @@ async def test_tell_failure_is_logged_and_the_actor_resumes(
 
 
 @pytest.mark.asyncio
+@pytest.mark.logs_errors("failed handling")
 async def test_restart_policy_rebuilds_the_actor_and_keeps_the_mailbox(
     system: ActorSystem, logs: Logs
 ) -> None:
@@ -235,6 +237,7 @@ async def test_async_receive_is_awaited_inline_in_order(system: ActorSystem) -> 
 
 
 @pytest.mark.asyncio
+@pytest.mark.logs_errors("failed handling")
 async def test_async_handler_failure_reaches_the_asker(system: ActorSystem, logs: Logs) -> None:
     class Failing(Actor):
         async def receive(self, message: object) -> object:
@@ -302,6 +305,7 @@ async def test_asks_to_a_batching_actor_go_through_receive_in_order(system: Acto
 
 
 @pytest.mark.asyncio
+@pytest.mark.logs_errors("failed handling")
 async def test_async_receive_batch(system: ActorSystem, logs: Logs) -> None:
     batches: list[list[Any]] = []
 

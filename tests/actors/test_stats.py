@@ -16,6 +16,7 @@ class Picky(Actor):
 
 
 @pytest.mark.asyncio
+@pytest.mark.logs_errors("failed handling")
 async def test_queued_peak_processed_failures(system: ActorSystem) -> None:
     ref = system.spawn(Picky(), name="picky")
     await system.settle()

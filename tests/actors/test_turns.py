@@ -486,6 +486,7 @@ async def test_system_stop_closes_suspended_and_woken_handlers(clock: ManualCloc
 
 
 @pytest.mark.asyncio
+@pytest.mark.logs_errors("failed handling")
 async def test_restart_closes_the_old_instances_suspended_handlers(system: ActorSystem) -> None:
     built: list[Waiter] = []
 
@@ -516,6 +517,7 @@ async def test_restart_closes_the_old_instances_suspended_handlers(system: Actor
 
 
 @pytest.mark.asyncio
+@pytest.mark.logs_errors("failed handling")
 async def test_restart_does_not_resume_a_handler_that_a_closing_handler_woke(
     system: ActorSystem, logs: Logs
 ) -> None:
@@ -563,6 +565,7 @@ async def test_restart_does_not_resume_a_handler_that_a_closing_handler_woke(
 
 
 @pytest.mark.asyncio
+@pytest.mark.logs_errors("failed handling")
 async def test_a_failing_continuation_of_a_tell_is_logged_and_the_actor_goes_on(
     system: ActorSystem, logs: Logs
 ) -> None:
@@ -608,6 +611,7 @@ async def test_a_failing_continuation_of_an_ask_raises_in_the_asker(
 
 
 @pytest.mark.asyncio
+@pytest.mark.logs_errors("failed handling")
 async def test_a_failing_continuation_with_restart_rebuilds_the_actor(
     system: ActorSystem, logs: Logs
 ) -> None:
@@ -631,6 +635,7 @@ async def test_a_failing_continuation_with_restart_rebuilds_the_actor(
 
 
 @pytest.mark.asyncio
+@pytest.mark.logs_errors("failed handling")
 async def test_a_failing_continuation_with_restart_cancels_its_woken_siblings(
     system: ActorSystem,
 ) -> None:
@@ -656,6 +661,7 @@ async def test_a_failing_continuation_with_restart_cancels_its_woken_siblings(
 
 
 @pytest.mark.asyncio
+@pytest.mark.logs_errors("failed handling")
 async def test_a_failing_run_handler_continuation_with_restart_hands_the_mailbox_on(
     system: ActorSystem,
 ) -> None:
@@ -919,6 +925,7 @@ async def test_run_handler_from_outside_while_the_dispatcher_is_idle(system: Act
 
 
 @pytest.mark.asyncio
+@pytest.mark.logs_errors("failed handling")
 async def test_a_run_handler_error_goes_through_supervision(
     system: ActorSystem, logs: Logs
 ) -> None:

@@ -663,6 +663,7 @@ class Exploding(RecordingCallback):
         raise RuntimeError("RM bug")
 
 
+@pytest.mark.logs_errors("RM callback update_node raised")
 async def test_callback_exception_does_not_stop_the_core(core: scheduler.Core) -> None:
     rm = Exploding()
     await core.register_resource_manager(si.RegisterResourceManagerRequest(rm_id="rm"), rm)
