@@ -476,8 +476,8 @@ class _Parser:
                 f"{where}: root queue must not have resource "
                 "limits set (resources.guaranteed / resources.max)",
             )
-        guaranteed = _resources(res.get("guaranteed"), _join(res_path, "guaranteed"))
-        max_resources = _resources(res.get("max"), _join(res_path, "max"))
+        guaranteed = _resources(res.get("guaranteed"), _join(res_path, "guaranteed"), where)
+        max_resources = _resources(res.get("max"), _join(res_path, "max"), where)
 
         acls: dict[str, str] = {}
         for key in ("submitacl", "adminacl"):
@@ -504,19 +504,21 @@ class _Parser:
             admin_acl=acls["adminacl"],
             max_applications=_uint(m.get("maxapplications"), _join(path, "maxapplications")),
             queues=children,
-            child_template=self._template(m.get("childtemplate"), _join(path, "childtemplate")),
+            child_template=self._template(
+                m.get("childtemplate"), _join(path, "childtemplate"), f"{where}, childtemplate"
+            ),
             limits=self._limits(m.get("limits"), _join(path, "limits"), where),
         )
 
-    def _template(self, node: Node | None, path: str) -> ChildTemplate | None:
+    def _template(self, node: Node | None, path: str, where: str) -> ChildTemplate | None:
         m = _mapping(node, path, _TEMPLATE_KEYS)
         res_path = _join(path, "resources")
         res = _mapping(m.get("resources"), res_path, _RESOURCES_KEYS)
         template = ChildTemplate(
             max_applications=_uint(m.get("maxapplications"), _join(path, "maxapplications")),
             properties=_str_map(m.get("properties"), _join(path, "properties")),
-            max_resources=_resources(res.get("max"), _join(res_path, "max")),
-            guaranteed=_resources(res.get("guaranteed"), _join(res_path, "guaranteed")),
+            max_resources=_resources(res.get("max"), _join(res_path, "max"), where),
+            guaranteed=_resources(res.get("guaranteed"), _join(res_path, "guaranteed"), where),
         )
         if template == ChildTemplate():
             return None  # YuniKorn treats an empty template as no template
@@ -583,7 +585,9 @@ class _Parser:
                 limit=_str(m.get("limit"), _join(item_path, "limit")),
                 users=_str_list(m.get("users"), _join(item_path, "users")),
                 groups=_str_list(m.get("groups"), _join(item_path, "groups")),
-                max_resources=_resources(m.get("maxresources"), _join(item_path, "maxresources")),
+                max_resources=_resources(
+                    m.get("maxresources"), _join(item_path, "maxresources"), where
+                ),
                 max_applications=_uint(
                     m.get("maxapplications"), _join(item_path, "maxapplications")
                 ),

@@ -5,6 +5,12 @@ A request that is malformed as a whole (wrong type, missing or unknown ``rm_id``
 negative resource, a node without an id) is rejected through the RM's callback with the
 spec's rejection message and a reason; the rest of the request goes on. Nothing reaches a
 partition half-checked.
+
+Every resource the RM sends (ask, node capacity and occupied, existing allocation,
+placeholder ask) goes through ``_resource``: each quantity an int from 0 to int64's max
+(``_quantity.quantity_problem`` words the reason). A placeholder, ask or recovered
+allocation, must name its task group, as YuniKorn's ``NewAllocationAskFromSI`` and
+``NewAllocationFromSI`` require.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from scheduler._events import (
     NodeUpdate,
     Outbound,
 )
+from scheduler._quantity import INT64_MAX, quantity_problem
 
 __all__ = ["DEFAULT_PARTITION", "RMProxy", "RMRecord", "check_rm_id"]
 
@@ -99,8 +106,9 @@ _Quantity = si.Quantity
 
 
 def _resource(res: object, what: str, key: str = "") -> dict[str, int]:
-    """A checked resource map; zero entries dropped. ``what`` names it, with ``{}`` for
-    ``key``: the message is only formatted when something is wrong (this is the hot path).
+    """A checked resource map; zero entries dropped. Every SI resource the RM sends comes
+    through here. ``what`` names it, with ``{}`` for ``key``: the message is only formatted
+    when something is wrong (this is the hot path).
     """
     if res is None:
         return {}
@@ -109,19 +117,22 @@ def _resource(res: object, what: str, key: str = "") -> dict[str, int]:
         raise _Bad(f"{what} must be an si.Resource, got {type(res).__name__}")
     out: dict[str, int] = {}
     for name, q in res.resources.items():
-        if type(q) is _Quantity:
+        if type(q) is _Quantity and type(name) is str:
             value = q.value
-            if type(value) is int and value >= 0:
+            if type(value) is int and 0 <= value <= INT64_MAX:
                 if value:
                     out[name] = value
                 continue
-        else:
-            value = None
-        what = what.replace("{}", key, 1)
-        if type(value) is not int:
-            raise _Bad(f"{what}: quantity of {name!r} must be an integer, got {value!r}")
-        raise _Bad(f"{what}: quantity of {name!r} is negative ({value})")
+        raise _Bad(_bad_entry(what.replace("{}", key, 1), name, q))
     return out
+
+
+def _bad_entry(what: str, name: object, q: object) -> str:
+    if type(name) is not str:
+        return f"{what}: resource name {name!r} is not a string"
+    if type(q) is not _Quantity:
+        return f"{what}: {name!r} must be an si.Quantity, got {type(q).__name__}"
+    return f"{what}: quantity of {name!r}: {quantity_problem(q.value)}"
 
 
 def _text(value: object, what: str, *, required: bool = True) -> str:
@@ -239,6 +250,12 @@ class RMProxy:
         uuid = _text(alloc.uuid, f"node {node_id}: existing allocation uuid")
         if alloc.node_id and alloc.node_id != node_id:
             raise _Bad(f"node {node_id}: existing allocation {uuid} names node {alloc.node_id}")
+        group = _text(alloc.task_group_name, f"allocation {uuid} task group", required=False)
+        placeholder = bool(alloc.placeholder)
+        if placeholder and not group:
+            raise _Bad(
+                f"node {node_id}: existing allocation {uuid} is a placeholder without a task group"
+            )
         return AllocationSpec(
             uuid=uuid,
             allocation_key=_text(alloc.allocation_key, f"allocation {uuid} key", required=False)
@@ -248,8 +265,8 @@ class RMProxy:
             resource=_resource(alloc.resource_per_alloc, f"allocation {uuid} resource"),
             priority=_int(alloc.priority, f"allocation {uuid} priority"),
             tags=_str_map(alloc.allocation_tags, f"allocation {uuid} tags"),
-            task_group_name=_text(alloc.task_group_name, "task group", required=False),
-            placeholder=bool(alloc.placeholder),
+            task_group_name=group,
+            placeholder=placeholder,
         )
 
     # ----------------------------------------------------------------- applications
@@ -409,6 +426,9 @@ class RMProxy:
         group = ask.task_group_name
         if type(group) is not str:
             raise _Bad(f"ask {key}: task group name must be a string")
+        placeholder = bool(ask.placeholder)
+        if placeholder and not group:
+            raise _Bad(f"ask {key}: a placeholder ask must name its task group")
         return AskSpec(
             allocation_key=key,
             application_id=app_id,
@@ -417,7 +437,7 @@ class RMProxy:
             priority=priority,
             tags=tags,
             task_group_name=group,
-            placeholder=bool(ask.placeholder) and bool(group),
+            placeholder=placeholder,
             originator=bool(ask.originator),
             execution_timeout_ms=timeout,
             required_node=tags.get(si.DOMAIN_YUNIKORN + si.KEY_REQUIRED_NODE, "") if tags else "",

@@ -12,7 +12,12 @@ Follows ``pkg/common/resources/quantity.go`` (``ParseQuantity``/``ParseVCore``) 
   only ``vcore`` accepts the ``m`` suffix;
 * the result must fit in a signed 64-bit integer;
 * negative values are never accepted in a resource configuration (YuniKorn's
-  ``NewResourceFromConf`` rejects them after parsing; here the parsers reject them directly).
+  ``NewResourceFromConf`` rejects them after parsing).
+
+:func:`quantity_problem` is the one check of a quantity's value, for the configuration
+parsed here and for every SI resource the RM proxy takes: an int (not a bool), not
+negative, within int64 (YuniKorn's ``resources.Quantity`` and the SI's ``Quantity.value``
+are int64).
 
 ``memory`` has no special unit: ``150M`` is 150_000_000 bytes (YuniKorn >= 1.0).
 """
@@ -21,22 +26,25 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from typing import Final
 
 from scheduler._errors import SchedulerError
 
 __all__ = [
+    "INT64_MAX",
     "MEMORY",
     "VCORE",
     "QuantityError",
     "parse_quantity",
     "parse_resource_conf",
     "parse_vcore",
+    "quantity_problem",
 ]
 
 VCORE = "vcore"
 MEMORY = "memory"
 
-_INT64_MAX = (1 << 63) - 1
+INT64_MAX: Final = (1 << 63) - 1
 
 _MULTIPLIERS: dict[str, int] = {
     "": 1,
@@ -62,6 +70,17 @@ class QuantityError(SchedulerError):
     """A resource quantity that YuniKorn would not accept."""
 
 
+def quantity_problem(value: object) -> str:
+    """Why ``value`` is not a valid resource quantity, or ``""`` when it is one."""
+    if type(value) is not int:
+        return f"{value!r} is not an integer"
+    if value < 0:
+        return f"{value} is negative"
+    if value > INT64_MAX:
+        return f"{value} overflows a 64-bit integer"
+    return ""
+
+
 def _parse(text: str, *, milli: bool) -> int:
     if not isinstance(text, str):
         raise QuantityError(f"invalid quantity {text!r}: expected a string")
@@ -74,8 +93,6 @@ def _parse(text: str, *, milli: bool) -> int:
         )
     sign, digits, suffix = match.groups()
     number = int(digits)
-    if sign == "-" and number != 0:
-        raise QuantityError(f"invalid quantity {text!r}: negative values are not permitted")
     if milli and suffix == "m":
         value = number
     else:
@@ -83,8 +100,9 @@ def _parse(text: str, *, milli: bool) -> int:
         if scale is None:
             raise QuantityError(f"invalid quantity {text!r}: unknown suffix {suffix!r}")
         value = number * scale * (1000 if milli else 1)
-    if number > _INT64_MAX or value > _INT64_MAX:
-        raise QuantityError(f"invalid quantity {text!r}: overflows a 64-bit integer")
+    problem = quantity_problem(-value if sign == "-" else value)
+    if problem:
+        raise QuantityError(f"invalid quantity {text!r}: {problem}")
     return value
 
 

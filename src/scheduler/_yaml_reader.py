@@ -164,7 +164,8 @@ def str_map(node: Node | None, path: str) -> dict[str, str]:
     }
 
 
-def resources(node: Node | None, path: str) -> dict[str, int]:
+def resources(node: Node | None, path: str, where: str) -> dict[str, int]:
+    """A resource map; a bad quantity's error names ``where`` (the partition and queue)."""
     if node is None or is_null(node):
         return {}
     if not isinstance(node, MappingNode):
@@ -176,7 +177,7 @@ def resources(node: Node | None, path: str) -> dict[str, int]:
         try:
             out.update(parse_resource_conf({key: str(value_node.value)}))
         except QuantityError as exc:
-            raise fail(join(path, key), value_node, str(exc)) from None
+            raise fail(join(path, key), value_node, f"{where}: {exc}") from None
     return out
 
 

@@ -22,7 +22,11 @@ the spec nests in a message are reachable both ways: ``NodeInfo.ActionFromRM`` i
 ``ActionFromRM``, ``UpdateContainerSchedulingStateRequest.SchedulingState`` is
 ``SchedulingState`` and ``EventRecord.Type`` is ``EventRecordType``.
 
-Quantities are plain integers: memory in bytes, ``vcore`` in milli-vcores.
+Quantities are plain integers: memory in bytes, ``vcore`` in milli-vcores. On the wire a
+quantity is the spec's ``int64``: decoding a document whose quantity does not fit raises
+:class:`msgspec.ValidationError`. Building a message in-process checks nothing (msgspec
+validates when it decodes); the core's RM proxy rejects a quantity that is negative or does
+not fit, however the message was made.
 
 Use :func:`encode_json` / :func:`decode_json` and :func:`encode_msgpack` /
 :func:`decode_msgpack` to cross the wire; their encoders and decoders are built once.
@@ -31,7 +35,7 @@ Use :func:`encode_json` / :func:`decode_json` and :func:`encode_msgpack` /
 from __future__ import annotations
 
 import enum
-from typing import Any, Final, TypeVar
+from typing import Annotated, Any, Final, TypeVar
 
 import msgspec
 
@@ -180,8 +184,12 @@ class RegisterResourceManagerResponse(_Message, kw_only=True):
 # --------------------------------------------------------------------------- resources
 
 
+# The spec's int64, checked when a message is decoded.
+_Int64 = Annotated[int, msgspec.Meta(ge=-(1 << 63), le=(1 << 63) - 1)]
+
+
 class Quantity(_Message, kw_only=True):
-    value: int = 0
+    value: _Int64 = 0
 
 
 class Resource(_Message, kw_only=True):

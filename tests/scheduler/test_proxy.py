@@ -171,6 +171,19 @@ def test_a_non_ask_in_the_list_raises(env: Env) -> None:
 # ============================================================================ asks
 BAD_ASKS = [
     pytest.param(ask("bad", resource=si.Resource.of(memory=-1)), "negative", id="negative"),
+    pytest.param(
+        ask("bad", resource=si.Resource.of(memory=10, vcore=2**63)), "64-bit", id="int64-overflow"
+    ),
+    pytest.param(
+        ask("bad", resource=si.Resource(resources=cast(Any, {5: si.Quantity(value=1)}))),
+        "not a string",
+        id="int-resource-name",
+    ),
+    pytest.param(
+        ask("bad", resource=si.Resource(resources=cast(Any, {"memory": 5}))),
+        "si.Quantity",
+        id="bare-int-quantity",
+    ),
     pytest.param(ask("bad", resource=si.Resource()), "empty", id="empty-resource"),
     pytest.param(ask("bad", resource=si.Resource.of(memory=0, vcore=0)), "empty", id="all-zero"),
     pytest.param(
@@ -323,12 +336,17 @@ def test_placeholder_needs_a_task_group(env: Env) -> None:
         asks_request(
             ask("no-group", placeholder=True),
             ask("grouped", placeholder=True, task_group_name="tg"),
+            ask("plain", task_group_name="tg"),  # a task group without placeholder is fine
         )
     )
+    [out] = env.outbound()
+    [rejected] = out.payload.rejected
+    assert rejected.allocation_key == "no-group"
+    assert "placeholder" in rejected.reason and "task group" in rejected.reason
     [msg] = env.default.told
     assert [(a.allocation_key, a.placeholder) for a in msg.asks] == [
-        ("no-group", False),
         ("grouped", True),
+        ("plain", False),
     ]
 
 
