@@ -34,4 +34,8 @@ class ResourceManagerCallback:
     async def update_container_scheduling_state(
         self, request: si.UpdateContainerSchedulingStateRequest
     ) -> None:
-        """The scheduling state of an ask (skipped, scheduled, reserved, failed)."""
+        """The scheduling state of a pending ask, for an autoscaler: ``FAILED`` when it fits
+        its queue's quota but no node (more nodes would let it run), ``SKIPPED`` when its
+        queue's quota holds it. Sent when an ask's state changes, at most once per
+        ``Timeouts.outstanding``; the core inspects pending asks only for an RM that
+        overrides this method."""

@@ -22,6 +22,7 @@ _METHOD_OF = {
     "application": "update_application",
     "node": "update_node",
     "event": "send_event",
+    "scheduling_state": "update_container_scheduling_state",
 }
 
 
@@ -73,7 +74,7 @@ def _merge(messages: list[object]) -> list[tuple[str, Any]]:
     for msg in messages:
         if not isinstance(msg, Outbound):
             continue
-        if out and out[-1][0] == msg.kind:
+        if out and out[-1][0] == msg.kind and msg.kind != "scheduling_state":
             out[-1] = (msg.kind, _join(msg.kind, out[-1][1], msg.payload))
         else:
             out.append((msg.kind, msg.payload))

@@ -52,6 +52,7 @@ class Core:
         self.proxy = RMProxy()
         self._registrations: dict[str, _Registration] = {}
         self._predicates: dict[str, bool] = {}
+        self._outstanding: dict[str, bool] = {}
         self._generation = 0
 
     @property
@@ -104,7 +105,8 @@ class Core:
         callback_ref = self.system.spawn(
             CallbackActor(rm_id, callback), name=f"rm:{rm_id}#{gen}/callback"
         )
-        self._predicates[rm_id] = _overrides_predicates(callback)
+        self._predicates[rm_id] = _overrides(callback, "predicates")
+        self._outstanding[rm_id] = _overrides(callback, "update_container_scheduling_state")
         record = RMRecord(rm_id, callback_ref)
         actors: dict[str, PartitionActor] = {}
         for pconf in config.partitions:
@@ -125,6 +127,7 @@ class Core:
             timeouts=self.timeouts,
             predicates=self._predicates.get(rm_id, False),
             directory=directory,
+            outstanding=self._outstanding.get(rm_id, False),
         )
         record.add_partition(
             pconf.name, self.system.spawn(actor, name=name, dispatcher=dispatcher), directory
@@ -258,10 +261,12 @@ class Core:
         return f"<Core rms={sorted(self._registrations)} {self.system!r}>"
 
 
-def _overrides_predicates(callback: object) -> bool:
-    """An RM that overrides ``predicates`` is asked before each allocation; others are not."""
-    method = getattr(type(callback), "predicates", None)
-    return method is not ResourceManagerCallback.predicates
+def _overrides(callback: object, name: str) -> bool:
+    """The RM's callback has its own ``name``. An RM that keeps the default ``predicates``
+    is never asked, and one that keeps the default ``update_container_scheduling_state``
+    costs no inspection of outstanding requests."""
+    method = getattr(type(callback), name, None)
+    return method is not getattr(ResourceManagerCallback, name)
 
 
 def _stats(stats: Any) -> dict[str, Any]:

@@ -198,5 +198,5 @@ class CheckPredicates(Event, frozen=True, kw_only=True):
 class Outbound(Event, frozen=True, kw_only=True):
     """One response (or event list) for an RM's callback, in order."""
 
-    kind: str  # "allocation" | "application" | "node" | "event"
+    kind: str  # "allocation" | "application" | "node" | "event" | "scheduling_state"
     payload: Any

@@ -23,6 +23,7 @@ _RESPONSE_OF = {
     "app_updated": "application",
     "node_accepted": "node",
     "node_rejected": "node",
+    "scheduling_state": "scheduling_state",  # one call per request: never merged
 }
 
 
@@ -104,17 +105,40 @@ class Outbox:
             )
         )
 
+    def scheduling_state(
+        self, application_id: str, allocation_key: str, state: si.SchedulingState, reason: str
+    ) -> None:
+        """Where the core is with an ask, for an autoscaler (``_outstanding``)."""
+        self.entries.append(
+            (
+                "scheduling_state",
+                si.UpdateContainerSchedulingStateRequest(
+                    application_id=application_id,
+                    allocation_key=allocation_key,
+                    state=state,
+                    reason=reason,
+                ),
+            )
+        )
+
     def __len__(self) -> int:
         return len(self.entries) + len(self.events)
 
     def flush(self) -> list[tuple[str, object]]:
         """Consecutive entries of one response kind become one response (kind, payload);
-        the events follow as one ``("event", [...])``."""
+        a scheduling state is a call of its own; the events follow as one
+        ``("event", [...])``."""
         out: list[tuple[str, object]] = []
         current_kind = ""
         fields: dict[str, list[object]] = {}
         for field, item in self.entries:
             kind = _RESPONSE_OF[field]
+            if kind == "scheduling_state":
+                if fields:
+                    out.append((current_kind, _build(current_kind, fields)))
+                current_kind, fields = "", {}
+                out.append((kind, item))
+                continue
             if kind != current_kind:
                 if fields:
                     out.append((current_kind, _build(current_kind, fields)))

@@ -39,6 +39,7 @@ from scheduler._events import (
     Retire,
 )
 from scheduler._objects import Allocation, Node, NodeIndex
+from scheduler._outstanding import InspectOutstanding, OutstandingRequests
 from scheduler._partition import Partition
 from scheduler._placement import gang_problem, place
 from scheduler._queue import Queue
@@ -73,6 +74,7 @@ class PartitionActor(Actor):
         timeouts: Timeouts | None = None,
         predicates: bool = False,
         directory: dict[str, ActorRef] | None = None,
+        outstanding: bool = False,
     ) -> None:
         self._config = config
         self._rm_id = rm_id
@@ -85,6 +87,8 @@ class PartitionActor(Actor):
         self._unpublished: list[str] = []  # new application actors the proxy does not know
         self._reservation_timer: TimerHandle | None = None
         self._queue_actors = 0
+        self._inspects = outstanding  # the RM hears of outstanding requests (autoscaling)
+        self.outstanding: OutstandingRequests | None = None
         self.partition: Partition
         self.scheduler: Scheduler
 
@@ -98,6 +102,8 @@ class PartitionActor(Actor):
         )
         self.scheduler = Scheduler(p)
         self.scheduler.checks_predicates = self._predicates
+        if self._inspects:
+            self.outstanding = OutstandingRequests(p, self.scheduler, self._arm)
         p.root.apply_config(self._config.queue)
         self._spawn_queue(p.root)
         for child in self._config.queue.queues:
@@ -114,6 +120,8 @@ class PartitionActor(Actor):
         p.directory.clear()
         if self._reservation_timer is not None:
             self._reservation_timer.cancel()
+        if self.outstanding is not None:
+            self.outstanding.stop()
 
     # ========================================================================= messages
     async def receive(self, message: object) -> object:
@@ -138,6 +146,9 @@ class PartitionActor(Actor):
                 pass  # on_drained goes on with the pass
             case ReservationDue():
                 self.partition.wake()
+            case InspectOutstanding():
+                if self.outstanding is not None:
+                    self.outstanding.inspect()
             case _:
                 raise SchedulerError(f"partition {self.partition.name}: unexpected {message!r}")
         return None
@@ -452,7 +463,8 @@ class PartitionActor(Actor):
     # ====================================================================== the pass
     def on_drained(self) -> None:
         p = self.partition
-        if p.schedule_pending and not self._checking:
+        woke = p.schedule_pending
+        if woke and not self._checking:
             if self._predicates:
                 self._checking = True
                 self.run_handler(self._schedule_checked())
@@ -461,6 +473,8 @@ class PartitionActor(Actor):
                 if p.schedule_pending:
                     self.actor_ref.tell(_Continue())
                 self._arm_reservation_timer()
+        if self.outstanding is not None:
+            self.outstanding.after_drain(woke)
         self._publish()
         self._flush()
 
@@ -495,6 +509,9 @@ class PartitionActor(Actor):
             self._reservation_timer = self.actor_system.timers.after(
                 max(0.0, due - self.partition.clock()), ReservationDue(), to=self.actor_ref
             )
+
+    def _arm(self, delay: float, message: InspectOutstanding) -> TimerHandle:
+        return self.actor_system.timers.after(delay, message, to=self.actor_ref)
 
     def _publish(self) -> None:
         """Tell the proxy about new application actors. Only now, with every mailbox of the

@@ -15,3 +15,4 @@ class Timeouts:
     reservation_delay = 2.0  # an ask that found no room may reserve a node after this
     placeholder = 15 * 60.0  # gang placeholders, when the application does not say
     handshake = 60.0  # a placeholder release waiting this long for the RM is reported overdue
+    outstanding = 1.0  # pending asks are inspected for an autoscaler at most this often

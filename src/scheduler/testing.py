@@ -88,6 +88,7 @@ class RecordingCallback(ResourceManagerCallback):
         self.application_responses: list[si.ApplicationResponse] = []
         self.node_responses: list[si.NodeResponse] = []
         self.events: list[si.EventRecord] = []
+        self.scheduling_states: list[si.UpdateContainerSchedulingStateRequest] = []
 
     async def update_allocation(self, response: si.AllocationResponse) -> None:
         self.allocation_responses.append(response)
@@ -100,6 +101,11 @@ class RecordingCallback(ResourceManagerCallback):
 
     async def send_event(self, events: list[si.EventRecord]) -> None:
         self.events.extend(events)
+
+    async def update_container_scheduling_state(
+        self, request: si.UpdateContainerSchedulingStateRequest
+    ) -> None:
+        self.scheduling_states.append(request)
 
     @property
     def allocations(self) -> list[si.Allocation]:
