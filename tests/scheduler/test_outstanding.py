@@ -367,6 +367,7 @@ async def test_the_interval_is_a_timeout_like_the_others(clock: ManualClock) -> 
         assert states(d) == [("app-1", "big", FAILED)]
 
 
+@pytest.mark.logs_errors("RM callback update_container_scheduling_state raised")
 async def test_a_callback_that_raises_does_not_stop_the_core(clock: ManualClock) -> None:
     class Broken(RecordingCallback):
         async def update_container_scheduling_state(self, request: Any) -> None:
