@@ -155,13 +155,14 @@ class Scheduler:
         index = p.index
         limited = bool(queue.limited_chain)
         app_limited = bool(queue.app_limited_chain)
+        gang_limited = bool(queue.max_set_chain)
         for app in queue.sorted_applications():
             if app.state not in SCHEDULABLE_STATES:
                 continue
             if app_limited and app.state is AppState.ACCEPTED and not queue.can_run_another_app():
                 continue  # maxapplications: it waits until a running application finishes
             if (
-                limited
+                gang_limited
                 and app.placeholder_ask
                 and not app.gang_started
                 and not self._gang_fits(queue, app)
@@ -365,10 +366,12 @@ class Scheduler:
         return False
 
     def _gang_fits(self, queue: Queue, app: Application) -> bool:
-        """The whole placeholder total of ``app`` fits in the free quota of every limited
-        queue above it, counting what gangs that are still placing have yet to take."""
+        """The whole placeholder total of ``app`` fits in the free quota of every queue
+        with a configured max above it, counting what gangs that are still placing have
+        yet to take. Root's max (the cluster's size) does not count, as in YuniKorn's
+        ``GetMaxQueueSet``: a gang larger than the free cluster places what fits."""
         total = app.placeholder_ask
-        for q in queue.limited_chain:
+        for q in queue.max_set_chain:
             held = q.gang_reserved
             need = {n: v + held.get(n, 0) for n, v in total.items()} if held else total
             if not fits_under_max(need, q.allocated, q.max_resources):
