@@ -93,7 +93,7 @@ class GangFlows:
         queue = app.queue
         if not app.gang_started:
             app.gang_started = True
-            if app.placeholder_ask and queue is not None and queue.limited_chain:
+            if app.placeholder_ask and queue is not None and queue.max_set_chain:
                 app.gang_held = dict(app.placeholder_ask)
                 for q in queue.chain:
                     add_into(q.gang_reserved, app.gang_held)

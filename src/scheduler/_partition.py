@@ -138,13 +138,36 @@ class Partition:
         if ref is not None and ref.alive:
             ref.tell(QueueEmptied())
 
+    def capacity_changed(self, old: Res, new: Res) -> None:
+        """A node's capacity went from ``old`` to ``new`` (``{}`` for a node that came or
+        went): root's max, the partition's total capacity, follows (YuniKorn's
+        ``updatePartitionResource``, ``addNodeToList``, ``removeNodeFromList``). A draining
+        node still counts. Names that drop to zero go, so no nodes is ``{}``: no limit.
+        """
+        root = self.root
+        total = root.max_resources
+        had_limit = bool(total)
+        grew = False
+        for name in old.keys() | new.keys():
+            delta = new.get(name, 0) - old.get(name, 0)
+            if delta:
+                grew = grew or delta > 0
+                left = total.get(name, 0) + delta
+                if left:
+                    total[name] = left
+                else:
+                    del total[name]
+        if bool(total) != had_limit:
+            root.refresh_limits()  # root joins (or leaves) every queue's limited chain
+        if grew:
+            self.wake()
+
     def capacity(self) -> tuple[Res, Res]:
-        total: Res = {}
+        """The total capacity of the nodes (root's max) and what is allocated on them."""
         used: Res = {}
         for node in self.nodes.values():
-            add_into(total, node.capacity)
             add_into(used, node.allocated)
-        return total, used
+        return dict(self.root.max_resources), used
 
     def __repr__(self) -> str:
         return (

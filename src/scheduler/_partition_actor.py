@@ -264,6 +264,7 @@ class PartitionActor(Actor):
             self._reject_node(node_id, problem)
             return
         p.nodes[node_id] = node
+        p.capacity_changed({}, node.capacity)
         p.index.add(node)
         for spec in update.existing:
             self._recover(spec, node)
@@ -321,7 +322,8 @@ class PartitionActor(Actor):
 
     def _update_node(self, node: Node, update: NodeUpdate) -> None:
         if update.capacity is not None:
-            node.capacity = dict(update.capacity)
+            old, node.capacity = node.capacity, dict(update.capacity)
+            self.partition.capacity_changed(old, node.capacity)
         if update.occupied is not None:
             node.occupied = dict(update.occupied)
         if update.attributes is not None:
@@ -348,6 +350,7 @@ class PartitionActor(Actor):
             p.reservations.release(node.reserved)
         p.index.discard(node)
         del p.nodes[node.node_id]
+        p.capacity_changed(node.capacity, {})
         for alloc in list(node.allocations.values()):
             node.remove_allocation(alloc.uuid)
             owner = p.owners.get(alloc.application_id)

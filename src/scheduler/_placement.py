@@ -129,7 +129,7 @@ def gang_problem(app: Application, queue: Queue) -> str:
         return ""
     if queue.sort_policy == "fair":
         return f"queue {queue.path} sorts applications fair; a gang application needs a fifo queue"
-    for q in queue.limited_chain:
+    for q in queue.max_set_chain:  # not root's max: YuniKorn's GetMaxQueueSet
         if not fits_under_max(ask, {}, q.max_resources):
             return (
                 f"placeholder ask {show(ask)} is larger than the max {show(q.max_resources)} "

@@ -67,8 +67,12 @@ class Queue:
         self.order_key: tuple[list[float], list[int], str] | None = None
         # Self first, root last: the chain a usage change or a quota check walks.
         self.chain: tuple[Queue, ...] = (self, *(parent.chain if parent else ()))
-        # Only queues with a max take part in headroom checks; likewise maxapplications.
+        # Only queues with a max take part in headroom checks (root too, once the partition
+        # has nodes: its max is their capacity); likewise maxapplications. The gang rules
+        # look at configured maxes only (YuniKorn's GetMaxQueueSet leaves the cluster size
+        # out), so they have a chain of their own.
         self.limited_chain: tuple[Queue, ...] = ()
+        self.max_set_chain: tuple[Queue, ...] = ()
         self.app_limited_chain: tuple[Queue, ...] = ()
         if parent is not None:
             parent.children[name] = self
@@ -102,7 +106,10 @@ class Queue:
         if self.parent is not None:
             self.leaf = conf.is_leaf
         self.configure(
-            max_resources=conf.max_resources,
+            # Root's max is the partition's node capacity (``Partition.capacity_changed``):
+            # never configured (the configuration refuses resources on root, and YuniKorn's
+            # ApplyConf skips them).
+            max_resources=conf.max_resources if self.parent is not None else self.max_resources,
             guaranteed=conf.guaranteed,
             properties=conf.properties,
             submit_acl=conf.submit_acl,
@@ -134,6 +141,7 @@ class Queue:
 
     def refresh_limits(self) -> None:
         self.limited_chain = tuple(q for q in self.chain if q.max_resources)
+        self.max_set_chain = tuple(q for q in self.limited_chain if q.parent is not None)
         self.app_limited_chain = tuple(q for q in self.chain if q.max_applications > 0)
         for child in self.children.values():
             child.refresh_limits()

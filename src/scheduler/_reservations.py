@@ -2,8 +2,10 @@
 
 YuniKorn's reservations, owned by the partition: while reserved a node leaves the node
 index, so nothing else lands on it; the ask gets it as soon as enough frees up, or any
-other node that fits first (``scheduler._scheduling``). A reservation goes when its ask is
-allocated, released or replaced, its application leaves, or its node drains or goes.
+other node that fits first (``scheduler._scheduling``). A node holds one reservation; an
+ask may hold one per pending allocation (YuniKorn's ``canAskReserve``). A reservation goes
+when its ask is allocated (one per allocation), released or replaced, its application
+leaves, or its node drains or goes.
 """
 
 from __future__ import annotations
@@ -89,13 +91,15 @@ class Reservations:
             self.release(reservation)
 
     def after_allocation(self, app: Application, ask: Ask, node: Node) -> None:
-        """``ask`` got one allocation (or a placeholder to replace) on ``node``: free that
-        node if it was reserved for it, and the reservations it no longer needs."""
+        """``ask`` got one allocation (or a placeholder to replace) on ``node``: one of its
+        reservations goes, the one on ``node`` if it has one there, else its oldest
+        (YuniKorn's ``tryNodes`` and ``allocate``: ``AllocatedReserved`` unreserves one
+        node); and never more reservations than pending allocations stay."""
         held = app.reservations_of(ask)
         if not held:
             return
-        if node.reserved is not None and node.reserved.ask is ask:
-            self.release(node.reserved)
-            held = app.reservations_of(ask)
-        while held and len(held) > ask.pending:
+        reserved = node.reserved
+        self.release(reserved if reserved is not None and reserved.ask is ask else held[0])
+        held = app.reservations_of(ask)
+        while len(held) > ask.pending:
             self.release(held.pop())

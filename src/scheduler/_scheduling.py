@@ -76,8 +76,12 @@ class Scheduler:
             if proposal is None:
                 break
             if proposal.reserve:
-                p.reservations.reserve(proposal.application, proposal.ask, proposal.node)
-                skip.add(id(proposal.ask))
+                app, ask = proposal.application, proposal.ask
+                if (
+                    p.reservations.reserve(app, ask, proposal.node) is None
+                    or len(app.reservations_of(ask)) >= ask.pending
+                ):
+                    skip.add(id(ask))  # else it may reserve one more node, one per pending
             elif self.commit(proposal) is not None:
                 made += 1
             else:
@@ -124,13 +128,14 @@ class Scheduler:
             return None
         p = self.partition
         skip = set() if skip is None else skip
+        no_node = set() if no_node is None else no_node
         if self._reserved:
-            proposal = self._propose_reserved(skip)
+            proposal = self._propose_reserved(skip, no_node)
             if proposal is not None:
                 return proposal
         if not p.index and not self._free_placeholders():
             return None  # no free node; a replacement needs none, though
-        return self._propose_in(self._root, skip, set() if no_node is None else no_node)
+        return self._propose_in(self._root, skip, no_node)
 
     def _free_placeholders(self) -> bool:
         return any(
@@ -155,13 +160,14 @@ class Scheduler:
         index = p.index
         limited = bool(queue.limited_chain)
         app_limited = bool(queue.app_limited_chain)
+        gang_limited = bool(queue.max_set_chain)
         for app in queue.sorted_applications():
             if app.state not in SCHEDULABLE_STATES:
                 continue
             if app_limited and app.state is AppState.ACCEPTED and not queue.can_run_another_app():
                 continue  # maxapplications: it waits until a running application finishes
             if (
-                limited
+                gang_limited
                 and app.placeholder_ask
                 and not app.gang_started
                 and not self._gang_fits(queue, app)
@@ -218,9 +224,13 @@ class Scheduler:
         return None
 
     # ====================================================================== reservations
-    def _propose_reserved(self, skip: set[int]) -> Proposal | None:
-        """An allocation for a reserved ask: on its node if it fits now, or on any other."""
+    def _propose_reserved(self, skip: set[int], no_node: set[Size]) -> Proposal | None:
+        """An allocation for a reserved ask: on one of its reserved nodes if it fits now,
+        else on any other node (YuniKorn's ``tryReservedAllocate``: every reserved node
+        first, then the others). An ask that fits nowhere is left to the normal path only
+        while it may reserve another node (fewer reservations than pending allocations)."""
         p = self.partition
+        waiting: list[tuple[Application, Ask]] = []
         for reservation in p.reservations.by_node.values():
             ask = reservation.ask
             if id(ask) in skip:
@@ -240,10 +250,17 @@ class Scheduler:
                 continue
             if fits(res, reservation.node.available):
                 return Proposal(app, ask, reservation.node)
-            other = p.index.first_fit(res)
-            if other is not None:
-                return Proposal(app, ask, other)
-            skip.add(id(ask))
+            waiting.append((app, ask))
+        for app, ask in waiting:
+            if id(ask) in skip:
+                continue  # an ask with several reservations is looked at once
+            if ask.size not in no_node:
+                other = p.index.first_fit(ask.resource)
+                if other is not None:
+                    return Proposal(app, ask, other)
+                no_node.add(ask.size)
+            if len(app.reservations_of(ask)) >= ask.pending:
+                skip.add(id(ask))
         return None
 
     def _node_to_reserve(self, app: Application, ask: Ask) -> Node | None:
@@ -365,10 +382,12 @@ class Scheduler:
         return False
 
     def _gang_fits(self, queue: Queue, app: Application) -> bool:
-        """The whole placeholder total of ``app`` fits in the free quota of every limited
-        queue above it, counting what gangs that are still placing have yet to take."""
+        """The whole placeholder total of ``app`` fits in the free quota of every queue
+        with a configured max above it, counting what gangs that are still placing have
+        yet to take. Root's max (the cluster's size) does not count, as in YuniKorn's
+        ``GetMaxQueueSet``: a gang larger than the free cluster places what fits."""
         total = app.placeholder_ask
-        for q in queue.limited_chain:
+        for q in queue.max_set_chain:
             held = q.gang_reserved
             need = {n: v + held.get(n, 0) for n, v in total.items()} if held else total
             if not fits_under_max(need, q.allocated, q.max_resources):

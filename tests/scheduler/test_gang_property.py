@@ -1167,9 +1167,12 @@ async def test_a_node_removal_wakes_a_gang_waiting_for_quota(driver: Driver) -> 
 # when every node was reserved, before it looked at any leaf: the real ask was never
 # matched with its free placeholder (no PLACEHOLDER_REPLACED) while another ask held a
 # reservation on each node. Here the one node is full with the gang's placeholder and
-# another application's ask, after waiting 2 s, reserves it. Fixed in 9932ad5.
+# another application's ask, after waiting 2 s, reserves it. Fixed in 9932ad5. (Half of
+# n1 is occupied by another scheduler: root's max, the nodes' capacity, still has room
+# for o-1, so it may reserve; a full cluster has no headroom for a reservation.)
 async def _replace_beside_a_reservation(d: Driver, wait: float) -> None:
-    await d.nodes(node("n1", memory=10, vcore=1))  # room for one
+    occupied = si.Resource.of(memory=10, vcore=1)
+    await d.nodes(node("n1", memory=20, vcore=2, occupied_resource=occupied))  # room for one
     await d.apps(gang_app("gang", 1, queue="root.b"), app("other", "root.b"))
     await d.asks(*placeholders("gang", 1))
     await d.settle()
@@ -1200,7 +1203,10 @@ async def test_a_replacement_goes_on_while_every_node_is_reserved(
 @pytest.mark.asyncio
 async def test_a_released_placeholder_ask_lets_the_real_asks_go(driver: Driver) -> None:
     d = driver
-    await d.nodes(node("n1", memory=20, vcore=10))  # room for two placeholders of three
+    # Room for two placeholders of three; a third of n1 is occupied by another scheduler,
+    # so root's max (the nodes' capacity) leaves o-1 the headroom to reserve.
+    occupied = si.Resource.of(memory=10)
+    await d.nodes(node("n1", memory=30, vcore=10, occupied_resource=occupied))
     await d.apps(app("other", "root.b"), gang_app("gang", 3, queue="root.b"))
     await d.asks(*placeholders("gang", 3), *reals("gang", 2))
     await d.settle()
@@ -1208,6 +1214,7 @@ async def test_a_released_placeholder_ask_lets_the_real_asks_go(driver: Driver) 
     await d.settle()
     await d.clock.advance(5)  # o-1 reserves n1
     await d.settle()
+    assert (await d.core.get_node("default", "n1"))["reservations"] == ["other|o-1"]
     assert len(d.allocs("gang")) == 2 and d.rm.released == []
     await d.release_asks("gang", "gang-ph-2")  # the RM gives up the third member
     await d.settle()

@@ -838,6 +838,8 @@ async def test_node_with_existing_allocations_is_recovered(d: Driver) -> None:
     assert d.rm.app_states("app-1") == ["Accepted", "Starting", "Running"]
     assert d.rm.accepted_nodes == ["n1"]
     assert d.rm.allocations == []  # the RM already knows these allocations
+    await d.nodes(node("n2"))  # root's max, the nodes' capacity, is no limit here
+    await d.settle()
     # recovered usage counts: the queue max of root.parent (150) has 100 left
     assert p.queues["root.parent.child"].headroom_fits({"memory": 100})
     assert not p.queues["root.parent.child"].headroom_fits({"memory": 101})
