@@ -39,6 +39,8 @@ __all__ = ["ApplicationActor"]
 _COMPLETABLE_STATES = frozenset({AppState.ACCEPTED, AppState.STARTING, AppState.RUNNING})
 # What YuniKorn counts as a running application (``maxapplications``).
 _RUNNING_STATES = frozenset({AppState.STARTING, AppState.RUNNING})
+# Leaving one of these may let the next application of a ``stateaware`` queue start.
+_STATE_AWARE_GATES = frozenset({AppState.ACCEPTED, AppState.STARTING})
 # The timer entering a state starts: the ``Timeouts`` field and the event it fires.
 _STATE_TIMERS: dict[AppState, tuple[str, AppEvent]] = {
     AppState.STARTING: ("starting", AppEvent.RUN),
@@ -275,6 +277,13 @@ class ApplicationActor(GangFlows, Actor):
             app.queue.count_running(1 if is_running else -1)
             if was_running and app.queue.app_limited_chain:
                 p.wake()  # an application waiting for maxapplications may start now
+        if (
+            old in _STATE_AWARE_GATES
+            and new is not AppState.STARTING
+            and app.queue is not None
+            and app.queue.sort_policy == "stateaware"
+        ):
+            p.wake()  # the next application of a stateaware queue may start now
         self.log.debug("application {} {} -> {}", app.application_id, old, new)
         p.outbox.add(
             "app_updated",

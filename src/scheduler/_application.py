@@ -7,6 +7,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING
 
 from scheduler._objects import Allocation, Ask, Reservation
+from scheduler._priority import MIN_PRIORITY, app_priority_moved
 from scheduler._resources import Res, add_into, add_scaled_into, fits, sub_into
 
 if TYPE_CHECKING:
@@ -106,20 +107,30 @@ class PendingAsks:
         self._buckets: dict[int, dict[str, Ask]] = {}
         self._priorities: list[int] = []  # high first
 
-    def add(self, ask: Ask) -> None:
+    def add(self, ask: Ask) -> bool:
+        """Add ``ask``; True if its priority is new here (the highest may have moved)."""
         bucket = self._buckets.get(ask.priority)
-        if bucket is None:
-            bucket = self._buckets[ask.priority] = {}
-            self._priorities.append(ask.priority)
-            self._priorities.sort(reverse=True)
-        bucket[ask.allocation_key] = ask
+        if bucket is not None:
+            bucket[ask.allocation_key] = ask
+            return False
+        self._buckets[ask.priority] = {ask.allocation_key: ask}
+        self._priorities.append(ask.priority)
+        self._priorities.sort(reverse=True)
+        return True
 
-    def remove(self, ask: Ask) -> None:
+    def remove(self, ask: Ask) -> bool:
+        """Remove ``ask``; True if it was the last of its priority."""
         bucket = self._buckets[ask.priority]
         del bucket[ask.allocation_key]
         if not bucket:
             del self._buckets[ask.priority]
             self._priorities.remove(ask.priority)
+            return True
+        return False
+
+    def highest(self) -> int:
+        """The highest priority of the asks, ``MIN_PRIORITY`` when there are none."""
+        return self._priorities[0] if self._priorities else MIN_PRIORITY
 
     def __iter__(self) -> Iterator[Ask]:
         buckets = self._buckets
@@ -197,6 +208,8 @@ class Application:
         self.rejected_message = ""
         self.asks: dict[str, Ask] = {}
         self.pending_asks = PendingAsks()
+        # The highest priority of the pending asks (YuniKorn's askMaxPriority).
+        self.priority = MIN_PRIORITY
         self.allocations: dict[str, Allocation] = {}
         self.allocated: Res = {}
         self.max_allocated: Res = {}
@@ -266,11 +279,12 @@ class Application:
         queue chain) once for a batch of asks.
         """
         had_pending = bool(self.pending_asks)
+        moved = False
         old = self.asks.get(ask.allocation_key)
         if old is not None:
             add_scaled_into(delta, old.resource, -old.pending)
             if old.pending:
-                self.pending_asks.remove(old)
+                moved = self.pending_asks.remove(old)
             if old.placeholder:
                 self.placeholders_wanted -= old.pending
         self.asks[ask.allocation_key] = ask
@@ -280,10 +294,12 @@ class Application:
             before = old.max_allocations if old is not None and old.placeholder else 0
             group.count += max(0, ask.max_allocations - before)
         if ask.pending > 0:
-            self.pending_asks.add(ask)
+            moved = self.pending_asks.add(ask) or moved
             add_scaled_into(delta, ask.resource, ask.pending)
         if had_pending != bool(self.pending_asks):
             self._tell_queue()
+        if moved:
+            self._priority_moved()
 
     def remove_ask(self, allocation_key: str) -> Res:
         """Drop an ask; returns the (negative) change of pending resources."""
@@ -292,18 +308,28 @@ class Application:
         if ask is not None and ask.pending > 0:
             if ask.placeholder:
                 self.placeholders_wanted -= ask.pending
-            self.pending_asks.remove(ask)
+            moved = self.pending_asks.remove(ask)
             add_scaled_into(delta, ask.resource, -ask.pending)
             ask.pending = 0
             self.apply_pending(delta)
             if not self.pending_asks:
                 self._tell_queue()
+            if moved:
+                self._priority_moved()
         return delta
 
     def _tell_queue(self) -> None:
         """The application started or stopped wanting allocations: its queue keeps count."""
         if self.queue is not None:
             self.queue.pending_changed(self)
+
+    def _priority_moved(self) -> None:
+        """A priority level of the pending asks came or went: the highest may have moved."""
+        priority = self.pending_asks.highest()
+        if priority != self.priority:
+            self.priority = priority
+            if self.queue is not None:
+                app_priority_moved(self.queue, self)
 
     def apply_pending(self, delta: Res) -> None:
         add_into(self.pending, delta)
@@ -322,9 +348,11 @@ class Application:
         if ask.placeholder:
             self.placeholders_wanted -= 1
         if ask.pending == 0:
-            self.pending_asks.remove(ask)
+            moved = self.pending_asks.remove(ask)
             if not self.pending_asks:
                 self._tell_queue()
+            if moved:
+                self._priority_moved()
         pending = self.pending
         for name, v in ask.size:
             left = pending.get(name, 0) - v
@@ -339,9 +367,11 @@ class Application:
             return {}
         if ask.pending == 0:
             had_pending = bool(self.pending_asks)
-            self.pending_asks.add(ask)
+            moved = self.pending_asks.add(ask)
             if not had_pending:
                 self._tell_queue()
+            if moved:
+                self._priority_moved()
         ask.pending += 1
         delta = dict(ask.resource)
         self.apply_pending(delta)

@@ -37,7 +37,10 @@ Behaviour taken from YuniKorn (see the module's tests for each rule):
   ``fixed`` and ``tag`` need a ``value``; a fully qualified ``fixed`` value cannot have a
   parent rule; filter types are ``allow``/``deny``/empty;
 * ``application.sort.policy`` is not validated: YuniKorn logs an unknown value and uses
-  ``fifo`` (see :attr:`QueueConfig.application_sort_policy`);
+  ``fifo`` (see :attr:`QueueConfig.application_sort_policy`); nor are
+  ``application.sort.priority``, ``priority.policy`` and ``priority.offset``: a queue logs
+  a bad value and uses the default (``enabled``, ``default``, ``0``; see
+  ``scheduler._priority``);
 * ``statedumpfilepath`` is accepted and ignored (deprecated since v1.2.0).
 """
 

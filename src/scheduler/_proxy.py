@@ -37,6 +37,7 @@ from scheduler._events import (
     NodeUpdate,
     Outbound,
 )
+from scheduler._priority import MAX_PRIORITY, MIN_PRIORITY
 from scheduler._quantity import INT64_MAX, quantity_problem
 
 __all__ = ["DEFAULT_PARTITION", "RMProxy", "RMRecord", "check_rm_id"]
@@ -421,8 +422,8 @@ class RMProxy:
         if type(timeout) is not int:
             raise _Bad(f"ask {key}: execution timeout must be an integer, got {timeout!r}")
         priority = ask.priority
-        if type(priority) is not int:
-            raise _Bad(f"ask {key}: priority must be an integer")
+        if type(priority) is not int or not MIN_PRIORITY <= priority <= MAX_PRIORITY:
+            raise _Bad(f"ask {key}: priority must be a 32-bit integer, got {priority!r}")
         group = ask.task_group_name
         if type(group) is not str:
             raise _Bad(f"ask {key}: task group name must be a string")

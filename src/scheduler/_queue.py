@@ -2,21 +2,31 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from enum import StrEnum
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from loguru import logger
 from sortedcontainers import SortedDict
 
+from scheduler._application import AppState
+from scheduler._config import APPLICATION_SORT_POLICY
+from scheduler._priority import PrioritySettings, app_priority_moved, current_priority, settings_of
+from scheduler._priority import activate as activate_priorities
+from scheduler._priority import forget as forget_priorities
 from scheduler._resources import Res, add_into, fits_under_max, shares, sub_into
 
 if TYPE_CHECKING:
     from scheduler._application import Application
     from scheduler._config import QueueConfig
 
-__all__ = ["APP_SORT_POLICY", "Queue", "QueueStatus"]
+__all__ = ["APP_SORT_POLICY", "SORT_POLICIES", "Queue", "QueueStatus"]
 
-APP_SORT_POLICY = "application.sort.policy"
+APP_SORT_POLICY = APPLICATION_SORT_POLICY
+#: YuniKorn v1.2's application sort policies (``policies.SortPolicyFromString``, exact names).
+SORT_POLICIES = ("fifo", "fair", "stateaware")
+
+OrderKey = tuple[Any, ...]
 
 
 class QueueStatus(StrEnum):
@@ -52,6 +62,11 @@ class Queue:
         # maxapplications caps it.
         self.running_apps = 0
         self.sort_policy = "fifo"
+        self.priority_settings = PrioritySettings()
+        # Plain submission order: fifo, and no priority in play (the scheduling fast path).
+        self.fifo_order = True
+        # How this parent orders its children (see ``refresh_order``).
+        self.child_key: Callable[[Queue], OrderKey] = _queue_order
         self.children: dict[str, Queue] = {}
         self.applications: dict[str, Application] = {}
         # The applications with pending asks, in submission order: what scheduling walks.
@@ -64,9 +79,15 @@ class Queue:
         # yet to place: a new gang starts only if its total fits beside it.
         self.gang_reserved: Res = {}
         # The key this queue sorts by among its siblings, recomputed only after a change.
-        self.order_key: tuple[list[float], list[int], str] | None = None
+        self.order_key: OrderKey | None = None
         # Self first, root last: the chain a usage change or a quota check walks.
         self.chain: tuple[Queue, ...] = (self, *(parent.chain if parent else ()))
+        self.root: Queue = self.chain[-1]
+        # Priority scheduling (scheduler._priority): set on the root once any ask has a
+        # priority other than 0 or a queue an offset; then the caches below are kept.
+        self.priorities_active = False
+        self.priority_cache: int | None = None
+        self.apps_by_priority: list[Application] | None = None
         # Only queues with a max take part in headroom checks (root too, once the partition
         # has nodes: its max is their capacity); likewise maxapplications. The gang rules
         # look at configured maxes only (YuniKorn's GetMaxQueueSet leaves the cluster size
@@ -95,9 +116,40 @@ class Queue:
         self.submit_acl = submit_acl
         self.admin_acl = admin_acl
         self.max_applications = max_applications
-        policy = self.inherited_property(APP_SORT_POLICY).lower()
-        self.sort_policy = "fair" if policy == "fair" else "fifo"
+        self.sort_policy = self._read_sort_policy()
+        old_settings, self.priority_settings = self.priority_settings, settings_of(self)
+        if self.priority_settings.offset:
+            activate_priorities(self.root)
+        if self.priority_settings != old_settings and self.root.priorities_active:
+            forget_priorities(self)
+        self.refresh_order()
+        for child in self.children.values():
+            child.order_key = None  # this queue may order them differently now
         self.refresh_limits()
+
+    def _read_sort_policy(self) -> str:
+        """``application.sort.policy``, exactly one of ``SORT_POLICIES``; otherwise fifo, with
+        a log on a leaf (YuniKorn's ``UpdateQueueProperties``; parents always sort fair)."""
+        policy = self.inherited_property(APP_SORT_POLICY)
+        if policy in SORT_POLICIES:
+            return policy
+        if policy and self.leaf:
+            logger.warning(
+                "queue {}: {} {!r} is not valid, using fifo", self.path, APP_SORT_POLICY, policy
+            )
+        return "fifo"
+
+    def refresh_order(self) -> None:
+        """Choose how applications (leaf) and children (parent) are ordered."""
+        by_priority = self.priority_settings.sort and self.root.priorities_active
+        self.fifo_order = self.sort_policy == "fifo" and not by_priority
+        if not self.root.priorities_active:
+            self.child_key = _queue_order
+        else:
+            self.child_key = (
+                _priority_then_fair if self.priority_settings.sort else _fair_then_priority
+            )
+        self.apps_by_priority = None
 
     def apply_config(self, conf: QueueConfig) -> None:
         """Take the configured values of ``conf``: the queue is managed and active."""
@@ -235,9 +287,10 @@ class Queue:
         """
         active = [c for c in self.pending_children.values() if c.status is not QueueStatus.STOPPED]
         if len(active) > 1:
+            key = self.child_key
             for child in active:
                 if child.order_key is None:
-                    child.order_key = _queue_order(child)
+                    child.order_key = key(child)
             if len(active) == 2:
                 first, second = active
                 if _cached_order(second) < _cached_order(first):
@@ -252,11 +305,14 @@ class Queue:
         app.queue_name = self.path
         self.applications[app.application_id] = app
         self.pending_changed(app)
+        if app.pending_asks:
+            app_priority_moved(self, app)
 
     def remove_application(self, app: Application) -> None:
         if self.applications.get(app.application_id) is app:
             del self.applications[app.application_id]
-            self.pending_apps.pop(app.submit_seq, None)
+            if self.pending_apps.pop(app.submit_seq, None) is not None:
+                app_priority_moved(self, app)
 
     def pending_changed(self, app: Application) -> None:
         if app.pending_asks:
@@ -265,18 +321,68 @@ class Queue:
             self.pending_apps.pop(app.submit_seq, None)
 
     def sorted_applications(self) -> Iterable[Application]:
-        """Applications with pending asks in the queue's order (``fifo`` or ``fair``).
+        """Applications to schedule, in the queue's order (YuniKorn's ``sortApplications``).
 
-        ``pending_apps`` holds just those, keyed by submission number, so fifo order is its
-        own and an application with nothing to ask for costs nothing here.
+        Only applications with pending asks, which ``pending_apps`` holds keyed by submission
+        number: plain fifo order is its own, and an application with nothing to ask for
+        costs nothing here. ``stateaware`` filters them first; priority, when in play, comes
+        first (see ``scheduler._priority``).
         """
-        if self.sort_policy != "fair":
+        if self.fifo_order:
             # Keys in order, each looked up: all in C, no view or generator per call.
             return map(self.pending_apps.__getitem__, self.pending_apps)
+        by_priority = self.priority_settings.sort and self.root.priorities_active
+        policy = self.sort_policy
+        if policy == "fair":
+            return self._fair_order(by_priority)
+        if policy == "stateaware":
+            apps = self._state_aware()
+            if by_priority and len(apps) > 1:
+                apps.sort(key=_higher_first)  # stable: submission order within a priority
+            return apps
+        cached = self.apps_by_priority  # fifo by priority: kept until a priority moves
+        if cached is None:
+            cached = self.apps_by_priority = sorted(self.pending_apps.values(), key=_higher_first)
+        return cached
+
+    def _fair_order(self, by_priority: bool) -> list[Application]:
+        """Least used first (against the guarantee, else the max); priority first when
+        ``by_priority``, else it breaks ties of usage (YuniKorn's fair sorts)."""
         apps = list(self.pending_apps.values())
         if len(apps) > 1:
             guaranteed = self.guaranteed or self.max_resources
-            apps.sort(key=lambda a: (shares(a.allocated, guaranteed), a.submit_seq))
+            if by_priority:
+                apps.sort(
+                    key=lambda a: (-a.priority, shares(a.allocated, guaranteed), a.submit_seq)
+                )
+            else:
+                apps.sort(
+                    key=lambda a: (shares(a.allocated, guaranteed), -a.priority, a.submit_seq)
+                )
+        return apps
+
+    def _state_aware(self) -> list[Application]:
+        """YuniKorn v1.2's ``stateAwareFilter``: the applications with pending asks that are
+        not ``Accepted``, and the oldest ``Accepted`` one only while no application of the
+        queue is ``Starting`` (pending asks or not); in submission order."""
+        apps: list[Application] = []
+        accepted: Application | None = None
+        starting = False
+        for app in self.pending_apps.values():
+            state = app.state
+            if state is AppState.ACCEPTED:
+                if accepted is None:
+                    accepted = app
+            else:
+                starting = starting or state is AppState.STARTING
+                apps.append(app)
+        if accepted is None or starting:
+            return apps
+        if any(a.state is AppState.STARTING for a in self.applications.values()):
+            return apps
+        apps.append(accepted)
+        if len(apps) > 1 and apps[-2].submit_seq > accepted.submit_seq:
+            apps.sort(key=_submitted)
         return apps
 
     def is_empty(self) -> bool:
@@ -286,7 +392,7 @@ class Queue:
         return f"<Queue {self.path} apps={len(self.applications)} allocated={self.allocated}>"
 
 
-def _queue_order(queue: Queue) -> tuple[list[float], list[int], str]:
+def _queue_order(queue: Queue) -> OrderKey:
     # Lowest usage share first; on a tie the queue with more pending work, then by name.
     return (
         shares(queue.allocated, queue.guaranteed),
@@ -295,6 +401,25 @@ def _queue_order(queue: Queue) -> tuple[list[float], list[int], str]:
     )
 
 
-def _cached_order(queue: Queue) -> tuple[list[float], list[int], str]:
+def _priority_then_fair(queue: Queue) -> OrderKey:
+    # YuniKorn's sortQueuesByPriorityAndFairness: the highest priority first.
+    return (-current_priority(queue), *_queue_order(queue))
+
+
+def _fair_then_priority(queue: Queue) -> OrderKey:
+    # YuniKorn's sortQueuesByFairnessAndPriority: priority breaks a tie of usage.
+    used, pending, name = _queue_order(queue)
+    return (used, -current_priority(queue), pending, name)
+
+
+def _cached_order(queue: Queue) -> OrderKey:
     assert queue.order_key is not None
     return queue.order_key
+
+
+def _higher_first(app: Application) -> int:
+    return -app.priority
+
+
+def _submitted(app: Application) -> int:
+    return app.submit_seq

@@ -14,6 +14,7 @@ from scheduler._application import Application
 from scheduler._errors import NotFoundError, SchedulerError
 from scheduler._objects import Allocation, Ask, Node
 from scheduler._partition import Partition
+from scheduler._priority import current_priority
 from scheduler._queue import Queue
 
 __all__ = ["answer", "application_info", "node_info", "partition_info", "queue_info"]
@@ -83,6 +84,7 @@ def queue_info(p: Partition, queue: Queue) -> dict[str, Any]:
         "children": [queue_info(p, c) for c in queue.children.values()],
         "runningApps": queue.running_apps,
         "maxRunningApps": queue.max_applications,
+        "currentPriority": current_priority(queue),
         "applications": sorted(queue.applications),
     }
 

@@ -270,6 +270,23 @@ def test_empty_pending_asks_is_false() -> None:
     assert not pending and list(pending.in_order()) == []
 
 
+def test_pending_asks_report_when_their_highest_priority_may_move() -> None:
+    pending = PendingAsks()
+    assert pending.highest() == -(2**31)  # none: YuniKorn's minimum priority
+    low, high, high2 = (
+        make_ask("l", priority=1),
+        make_ask("h", priority=7),
+        make_ask("h2", priority=7),
+    )
+    assert pending.add(low) is True  # a new level
+    assert pending.add(high) is True
+    assert pending.add(high2) is False  # the level exists
+    assert pending.highest() == 7
+    assert pending.remove(high) is False
+    assert pending.remove(high2) is True  # the last of its level
+    assert pending.highest() == 1
+
+
 def test_pending_asks_priority_added_later_sorts_in() -> None:
     pending = PendingAsks()
     pending.add(make_ask("low", priority=1))
