@@ -141,7 +141,7 @@ class _Inspection:
     def leaf(self, queue: Queue) -> None:
         scheduler = self.outstanding.scheduler
         chain = tuple(q for q in queue.limited_chain if q.parent is not None)
-        for app in queue.sorted_applications():
+        for app in queue.sorted_applications(state_filter=False):
             if app.state not in SCHEDULABLE_STATES:
                 continue
             held = ""

@@ -320,13 +320,14 @@ class Queue:
         else:
             self.pending_apps.pop(app.submit_seq, None)
 
-    def sorted_applications(self) -> Iterable[Application]:
+    def sorted_applications(self, *, state_filter: bool = True) -> Iterable[Application]:
         """Applications to schedule, in the queue's order (YuniKorn's ``sortApplications``).
 
         Only applications with pending asks, which ``pending_apps`` holds keyed by submission
         number: plain fifo order is its own, and an application with nothing to ask for
-        costs nothing here. ``stateaware`` filters them first; priority, when in play, comes
-        first (see ``scheduler._priority``).
+        costs nothing here. ``stateaware`` filters them first (unless ``state_filter`` is
+        off: the outstanding-request inspection sees every one, as YuniKorn's does);
+        priority, when in play, comes first (see ``scheduler._priority``).
         """
         if self.fifo_order:
             # Keys in order, each looked up: all in C, no view or generator per call.
@@ -336,7 +337,7 @@ class Queue:
         if policy == "fair":
             return self._fair_order(by_priority)
         if policy == "stateaware":
-            apps = self._state_aware()
+            apps = self._state_aware() if state_filter else list(self.pending_apps.values())
             if by_priority and len(apps) > 1:
                 apps.sort(key=_higher_first)  # stable: submission order within a priority
             return apps

@@ -384,3 +384,31 @@ async def test_a_callback_that_raises_does_not_stop_the_core(clock: ManualClock)
         await d.nodes(node("n2", memory=1000, vcore=10))
         await d.settle()
         assert [a.allocation_key for a in d.allocs()] == ["big"]
+
+
+async def test_a_stateaware_queue_reports_the_asks_of_an_application_it_holds_back(
+    driver: Driver,
+) -> None:
+    """YuniKorn inspects every application of the queue, the ones the stateaware filter
+    holds in Accepted too: what they ask for is outstanding all the same."""
+    config = CONFIG.replace(
+        "          - name: free\n",
+        "          - name: free\n"
+        "          - name: sa\n"
+        "            properties:\n"
+        "              application.sort.policy: stateaware\n",
+    )
+    d = driver
+    await setup(d, config=config)
+    await d.apps(app("first", "root.sa"))
+    await d.asks(ask("f1", "first", memory=10))
+    await d.settle()
+    assert (await d.core.get_application("default", "first"))["applicationState"] == "Starting"
+    await d.apps(app("second", "root.sa"))
+    await d.asks(ask("big", "second", memory=500))
+    await d.settle()
+    app_state = (await d.core.get_application("default", "second"))["applicationState"]
+    assert app_state == "Accepted"
+    await d.clock.advance(1)
+    await d.settle()
+    assert states(d) == [("second", "big", FAILED)]
