@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from scheduler._application import Application
@@ -242,16 +243,16 @@ def user_usage(p: Partition) -> list[dict[str, Any]]:
     if limits is not None:
         for user, paths in limits.configured("user").items():
             _add_paths(trees.setdefault(user, {}), paths)
-    out = []
-    for user, tree in sorted(trees.items()):
-
-        def cap(path: str, user: str = user) -> Cap | None:
-            return limits.user_cap(user, path) if limits is not None else None
-
-        out.append(
-            {"userName": user, "groups": groups.get(user, {}), "queues": _usage_node(tree, cap)}
-        )
-    return out
+    return [
+        {
+            "userName": user,
+            "groups": groups.get(user, {}),
+            "queues": _usage_node(
+                tree, partial(limits.user_cap, user) if limits is not None else _no_cap
+            ),
+        }
+        for user, tree in sorted(trees.items())
+    ]
 
 
 def group_usage(p: Partition) -> list[dict[str, Any]]:
@@ -268,20 +269,18 @@ def group_usage(p: Partition) -> list[dict[str, Any]]:
             _add_app(trees.setdefault(group, {}), app)
     for group, paths in limits.configured("group").items():
         _add_paths(trees.setdefault(group, {}), paths)
-    out = []
-    for group, tree in sorted(trees.items()):
+    return [
+        {
+            "groupName": group,
+            "applications": sorted(tree["root"][1]),
+            "queues": _usage_node(tree, partial(limits.group_cap, group)),
+        }
+        for group, tree in sorted(trees.items())
+    ]
 
-        def cap(path: str, group: str = group) -> Cap | None:
-            return limits.group_cap(group, path)
 
-        out.append(
-            {
-                "groupName": group,
-                "applications": sorted(tree["root"][1]),
-                "queues": _usage_node(tree, cap),
-            }
-        )
-    return out
+def _no_cap(path: str) -> Cap | None:
+    return None
 
 
 def _running(p: Partition) -> list[Application]:
