@@ -188,6 +188,8 @@ class ApplicationActor(GangFlows, Actor):
             return
         if app.queue is not None:
             app.queue.remove_allocated(alloc.resource)
+            if self.partition.ugm is not None:
+                self.partition.ugm.released(app, alloc.resource)
         if alloc.placeholder:
             self.placeholder_dropped(alloc)
         self.allocations_left()
@@ -212,6 +214,8 @@ class ApplicationActor(GangFlows, Actor):
         app.add_allocation(alloc)
         assert app.queue is not None
         app.queue.add_allocated(alloc.resource)
+        if self.partition.ugm is not None:
+            self.partition.ugm.allocated(app, alloc.resource)
         if app.state is AppState.NEW:
             self.transition(AppEvent.RUN)
         if alloc.placeholder:

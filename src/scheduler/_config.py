@@ -36,6 +36,13 @@ Behaviour taken from YuniKorn (see the module's tests for each rule):
 * placement rules are ``provided``, ``user``, ``fixed``, ``tag`` (names case-insensitive);
   ``fixed`` and ``tag`` need a ``value``; a fully qualified ``fixed`` value cannot have a
   parent rule; filter types are ``allow``/``deny``/empty;
+* ``limits`` (YuniKorn 1.3+'s ``checkLimits``, ``checkLimitResource``,
+  ``checkLimitMaxApplications``): each entry names users or groups (``*`` or a valid
+  name, each once per list, the wildcard after every named one, a wildcard group only
+  beside a named group) and sets ``maxapplications`` or a non-zero ``maxresources``, within
+  its queue's ``maxapplications`` and ``max``; a user's or group's limit stays within its
+  limit of the same name on every queue above. A partition's ``limits`` are its root
+  queue's (YuniKorn 1.5); both may be set only when they are equal;
 * ``application.sort.policy`` is not validated: YuniKorn logs an unknown value and uses
   ``fifo`` (see :attr:`QueueConfig.application_sort_policy`); nor are
   ``application.sort.priority``, ``priority.policy`` and ``priority.offset``: a queue logs
@@ -406,7 +413,10 @@ class _Parser:
             self._rule(rule_node, f"{path}.placementrules[{i}]")
             for i, rule_node in enumerate(_seq(m.get("placementrules"), f"{path}.placementrules"))
         )
-        limits = self._limits(m.get("limits"), _join(path, "limits"), self.where)
+        limits_path = _join(path, "limits")
+        limits = self._limits(m.get("limits"), limits_path, self.where, root)
+        root = self._partition_limits(root, limits, limits_path, m.get("limits", node))
+        self._check_limit_hierarchy(root, root.name, {})
         node_sort = self._node_sort(m.get("nodesortpolicy"), _join(path, "nodesortpolicy"))
         preemption = _mapping(m.get("preemption"), _join(path, "preemption"), _PREEMPTION_KEYS)
         enabled = _bool(preemption.get("enabled"), _join(path, "preemption.enabled"))
@@ -497,7 +507,7 @@ class _Parser:
         children = self._children(
             _seq(m.get("queues"), _join(path, "queues")), _join(path, "queues"), queue_path
         )
-        return QueueConfig(
+        conf = QueueConfig(
             name=name,
             parent=is_root or bool(children) or _bool(m.get("parent"), _join(path, "parent")),
             max_resources=max_resources,
@@ -510,8 +520,9 @@ class _Parser:
             child_template=self._template(
                 m.get("childtemplate"), _join(path, "childtemplate"), f"{where}, childtemplate"
             ),
-            limits=self._limits(m.get("limits"), _join(path, "limits"), where),
         )
+        limits = self._limits(m.get("limits"), _join(path, "limits"), where, conf)
+        return msgspec.structs.replace(conf, limits=limits) if limits else conf
 
     def _template(self, node: Node | None, path: str, where: str) -> ChildTemplate | None:
         m = _mapping(node, path, _TEMPLATE_KEYS)
@@ -577,10 +588,13 @@ class _Parser:
             self._check_max_apps(child, child_path)
 
     # ------------------------------------------------------------------------ limits
-    def _limits(self, node: Node | None, path: str, where: str) -> tuple[Limit, ...]:
-        """YuniKorn's ``checkLimits`` for a partition's or a queue's ``limits`` list."""
+    def _limits(
+        self, node: Node | None, path: str, where: str, queue: QueueConfig
+    ) -> tuple[Limit, ...]:
+        """YuniKorn's ``checkLimits``/``checkLimit`` for the ``limits`` list of ``queue`` (the
+        root for a partition's list): names, duplicates, the wildcard last, values."""
         limits: list[Limit] = []
-        wildcard_user = wildcard_group = -1
+        seen: dict[str, set[str]] = {"user": set(), "group": set()}
         for index, item in enumerate(_seq(node, path)):
             item_path = f"{path}[{index}]"
             m = _mapping(item, item_path, _LIMIT_KEYS)
@@ -595,41 +609,61 @@ class _Parser:
                     m.get("maxapplications"), _join(item_path, "maxapplications")
                 ),
             )
-            if not limit.users and not limit.groups:
-                raise _fail(
-                    item_path,
-                    item,
-                    f"{where}: limit {limit.limit!r} has empty user and group lists",
-                )
-            for kind, names, pattern in (
-                ("user", limit.users, _USER_RE),
-                ("group", limit.groups, _GROUP_RE),
-            ):
-                for name in names:
-                    if name != "*" and not pattern.fullmatch(name):
-                        raise _fail(item_path, item, f"{where}: invalid limit {kind} name {name!r}")
-                    wildcard = wildcard_user if kind == "user" else wildcard_group
-                    if wildcard != -1 and index > wildcard:
-                        raise _fail(
-                            item_path,
-                            item,
-                            f"{where}: {kind} {name!r} is set after "
-                            f"the wildcard {kind} limit; the wildcard must come last",
-                        )
-                    if name == "*":
-                        if kind == "user":
-                            wildcard_user = index
-                        else:
-                            wildcard_group = index
-            if limit.max_applications == 0 and _is_zero(limit.max_resources):
-                raise _fail(
-                    item_path,
-                    item,
-                    f"{where}: limit {limit.limit!r} sets neither "
-                    "maxapplications nor a non-zero maxresources",
-                )
+            problem = _limit_problem(limit, seen, queue)
+            if problem:
+                raise _fail(item_path, item, f"{where}: {problem}")
             limits.append(limit)
         return tuple(limits)
+
+    def _partition_limits(
+        self, root: QueueConfig, limits: tuple[Limit, ...], path: str, node: Node
+    ) -> QueueConfig:
+        """YuniKorn 1.5's rule: a partition's ``limits`` are the root queue's. Both may be
+        set only when they are the same."""
+        if not limits:
+            return root
+        if root.limits and root.limits != limits:
+            raise _fail(
+                path,
+                node,
+                f"{self.where}: partition limits and root queue limits both exist and "
+                "differ; set them in one place",
+            )
+        return msgspec.structs.replace(root, limits=limits)
+
+    def _check_limit_hierarchy(
+        self, queue: QueueConfig, path: str, carried: dict[tuple[str, str], Limit]
+    ) -> None:
+        """YuniKorn's ``checkLimitResource`` and ``checkLimitMaxApplications``: a user's or
+        group's limit on a queue stays within its limit on every queue above (matched by
+        name, ``*`` included)."""
+        here = dict(carried)
+        for limit in queue.limits:
+            for kind, names in (("user", limit.users), ("group", limit.groups)):
+                for name in names:
+                    above = carried.get((kind, name))
+                    if above is None:
+                        here[(kind, name)] = limit
+                    else:
+                        self._check_under(limit, above, f"{kind} {name!r}", path)
+                        here[(kind, name)] = _tighter(limit, above)
+        for child in queue.queues:
+            self._check_limit_hierarchy(child, f"{path}.{child.name}", here)
+
+    def _check_under(self, limit: Limit, above: Limit, who: str, path: str) -> None:
+        where = f"{self.where}, queue {path!r}"
+        if not _fits_under_max(above.max_resources, limit.max_resources):
+            raise ConfigError(
+                f"{where}: {who} max resources {_fmt(limit.max_resources)} are larger than "
+                f"the {_fmt(above.max_resources)} of a queue above"
+            )
+        cap = above.max_applications
+        if cap and (limit.max_applications == 0 or limit.max_applications > cap):
+            shown = limit.max_applications or "unset (unlimited)"
+            raise ConfigError(
+                f"{where}: {who} maxapplications {shown} must be set and not larger than "
+                f"the {cap} of a queue above"
+            )
 
     # ------------------------------------------------------------------------ policies
     def _node_sort(self, node: Node | None, path: str) -> NodeSortPolicy:
@@ -765,3 +799,55 @@ def _min_permissive(left: Mapping[str, int], right: Mapping[str, int]) -> dict[s
 
 def _is_zero(res: Mapping[str, int]) -> bool:
     return not any(res.values())
+
+
+def _limit_problem(limit: Limit, seen: dict[str, set[str]], queue: QueueConfig) -> str:
+    """What YuniKorn's ``checkLimit`` finds wrong with one entry of a ``limits`` list
+    (``seen``: the user and group names of the entries before it), or ``""``."""
+    if not limit.users and not limit.groups:
+        return f"limit {limit.limit!r} has empty user and group lists"
+    for kind, names, pattern in (
+        ("user", limit.users, _USER_RE),
+        ("group", limit.groups, _GROUP_RE),
+    ):
+        earlier = seen[kind]
+        for name in names:
+            if name != "*" and not pattern.fullmatch(name):
+                return f"invalid limit {kind} name {name!r}"
+            if name in earlier:
+                return f"duplicate limit {kind} name {name!r}"
+            if "*" in earlier:
+                return (
+                    f"{kind} {name!r} is set after the wildcard {kind} limit; "
+                    "the wildcard must come last"
+                )
+            earlier.add(name)
+    if seen["group"] == {"*"}:
+        return (
+            "a wildcard group limit needs a limit for at least one named group "
+            "(alone it would only repeat the queue's own limit)"
+        )
+    if limit.max_resources and _is_zero(limit.max_resources):
+        return f"limit {limit.limit!r}: every resource in maxresources is zero"
+    if limit.max_applications == 0 and not limit.max_resources:
+        return f"limit {limit.limit!r} sets neither maxapplications nor a non-zero maxresources"
+    if queue.max_applications and limit.max_applications > queue.max_applications:
+        return (
+            f"limit {limit.limit!r}: maxapplications {limit.max_applications} is larger than "
+            f"the queue's maxapplications {queue.max_applications}"
+        )
+    if not _fits_under_max(queue.max_resources, limit.max_resources):
+        return (
+            f"limit {limit.limit!r}: maxresources {_fmt(limit.max_resources)} are larger than "
+            f"the queue's max {_fmt(queue.max_resources)}"
+        )
+    return ""
+
+
+def _tighter(limit: Limit, above: Limit) -> Limit:
+    """The limit in force below: per resource the lower max, and the lower maxapplications."""
+    apps = [n for n in (limit.max_applications, above.max_applications) if n]
+    return Limit(
+        max_resources=_min_permissive(limit.max_resources, above.max_resources),
+        max_applications=min(apps) if apps else 0,
+    )

@@ -244,6 +244,35 @@ class Core:
         )
         return info
 
+    async def get_user_usage(self, partition: str) -> list[dict[str, Any]]:
+        """What each user runs below each queue, against its limits, as
+        ``GET /ws/v1/partition/{p}/usage/users`` (YuniKorn 1.3+) shows it.
+
+        A user is listed while it has applications that hold allocations, or when the
+        configuration gives it a limit of its own.
+
+        Raises:
+            NotFoundError: no such partition.
+        """
+        info: list[dict[str, Any]] = await self._ask(
+            self._partition_ref(partition), Query(kind="users")
+        )
+        return info
+
+    async def get_group_usage(self, partition: str) -> list[dict[str, Any]]:
+        """What each group runs below each queue, against its limits, as
+        ``GET /ws/v1/partition/{p}/usage/groups`` shows it. An application is charged to
+        one group at most: the first of its user's groups that the limits name, from its
+        queue up, or the wildcard group.
+
+        Raises:
+            NotFoundError: no such partition.
+        """
+        info: list[dict[str, Any]] = await self._ask(
+            self._partition_ref(partition), Query(kind="groups")
+        )
+        return info
+
     async def state_dump(self) -> dict[str, Any]:
         """Every partition, queue, application and node in one JSON-able document."""
         partitions = []

@@ -302,6 +302,10 @@ class GangFlows:
                 app.add_allocation(real)
                 if queue is not None:
                     queue.add_allocated(real.resource)
+            if p.ugm is not None and queue is not None:
+                if real is not None:
+                    p.ugm.allocated(app, real.resource)  # first: it stays a running app
+                p.ugm.released(app, ph.resource)
         group = app.task_groups.get(ph.task_group_name)
         if real is None:
             if group is not None:

@@ -23,6 +23,7 @@ from scheduler._queue import Queue
 from scheduler._reservations import Reservations
 from scheduler._resources import Res, add_into
 from scheduler._timeouts import Timeouts
+from scheduler._ugm import UserGroupManager
 
 if TYPE_CHECKING:
     from actors import ActorRef
@@ -87,6 +88,8 @@ class Partition:
         self.app_refs: dict[str, ActorRef] = {}
         self.directory: dict[str, ActorRef] = directory if directory is not None else {}
         self.reservations = Reservations(self)
+        # User and group limits, and what is charged against them: None without limits.
+        self.ugm = UserGroupManager.for_config(config)
         # A scheduling pass is due; and, with an RM that checks predicates, the nodes it
         # refused per ask (forgotten when anything else changes).
         self.schedule_pending = False
@@ -124,6 +127,8 @@ class Partition:
         if self.applications.get(app.application_id) is app:
             del self.applications[app.application_id]
             self.owners.pop(app.application_id, None)
+        if self.ugm is not None:
+            self.ugm.forget(app)
         self.terminated[app.application_id] = app
 
     def forget_actor(self, app_id: str, ref: ActorRef) -> None:

@@ -46,6 +46,7 @@ from scheduler._queue import Queue
 from scheduler._queue_actor import QueueActor
 from scheduler._scheduling import Scheduler
 from scheduler._timeouts import Timeouts
+from scheduler._ugm import UserGroupManager
 
 if TYPE_CHECKING:
     from scheduler._config import PartitionConfig, QueueConfig
@@ -190,6 +191,8 @@ class PartitionActor(Actor):
                 if node.schedulable and node.reserved is None:
                     index.add(node)
             p.index = index
+        # The new limits decide from now on; what is allocated stays (YuniKorn's UpdateConfig).
+        p.ugm = UserGroupManager.for_config(config, p.applications.values())
         p.wake()
 
     async def _configure(self, queue: Queue, conf: QueueConfig) -> None:

@@ -161,11 +161,19 @@ class Scheduler:
         limited = bool(queue.limited_chain)
         app_limited = bool(queue.app_limited_chain)
         gang_limited = bool(queue.max_set_chain)
+        ugm = p.ugm
         for app in queue.sorted_applications():
             if app.state not in SCHEDULABLE_STATES:
                 continue
             if app_limited and app.state is AppState.ACCEPTED and not queue.can_run_another_app():
                 continue  # maxapplications: it waits until a running application finishes
+            charge = None
+            if ugm is not None:  # user and group limits
+                charge = ugm.charge(app)
+                if app.state is AppState.ACCEPTED and not charge.can_run():
+                    continue  # its user or group runs as many applications as it may
+                if not charge.res_levels:
+                    charge = None
             if (
                 gang_limited
                 and app.placeholder_ask
@@ -186,6 +194,9 @@ class Scheduler:
                 res = ask.resource
                 if limited and not queue.headroom_fits(res):
                     skip.add(id(ask))
+                    continue
+                if charge is not None and not charge.fits(res):
+                    skip.add(id(ask))  # over its user's or group's maxresources
                     continue
                 if ask.required_node:
                     node = self._required_node(ask)
@@ -247,6 +258,8 @@ class Scheduler:
                     return step
             res = ask.resource
             if queue.limited_chain and not queue.headroom_fits(res):
+                continue
+            if p.ugm is not None and not p.ugm.admits(app, res):
                 continue
             if fits(res, reservation.node.available):
                 return Proposal(app, ask, reservation.node)
@@ -315,6 +328,7 @@ class Scheduler:
         app, ask, node = proposal.application, proposal.ask, proposal.node
         queue = app.queue
         res = ask.resource
+        ugm = p.ugm
         if (
             queue is None
             or ask.pending <= 0
@@ -330,6 +344,7 @@ class Scheduler:
                 and app.state is AppState.ACCEPTED
                 and not queue.can_run_another_app()
             )
+            or (ugm is not None and not ugm.admits(app, res))
         ):
             return None
         alloc = Allocation(
@@ -350,6 +365,8 @@ class Scheduler:
         p.index.update(node)
         app.allocate_from(ask, alloc)
         queue.allocate(res)
+        if ugm is not None:
+            ugm.allocated(app, res)
         if app.reservations:
             p.reservations.after_allocation(app, ask, node)
         p.outbox.add("new", alloc.to_si(ask.resource_si()))

@@ -8,6 +8,8 @@ the core's clock.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from scheduler._application import Application
@@ -16,8 +18,18 @@ from scheduler._objects import Allocation, Ask, Node
 from scheduler._partition import Partition
 from scheduler._priority import current_priority
 from scheduler._queue import Queue
+from scheduler._resources import Res, add_into
+from scheduler._ugm import Cap, user_of
 
-__all__ = ["answer", "application_info", "node_info", "partition_info", "queue_info"]
+__all__ = [
+    "answer",
+    "application_info",
+    "group_usage",
+    "node_info",
+    "partition_info",
+    "queue_info",
+    "user_usage",
+]
 
 
 def _ns(t: float | None) -> int:
@@ -42,6 +54,10 @@ def answer(p: Partition, kind: str, key: str) -> Any:
         if node is None:
             raise NotFoundError(f"node {key!r} not found in partition {p.name!r}")
         return node_info(node)
+    if kind == "users":
+        return user_usage(p)
+    if kind == "groups":
+        return group_usage(p)
     if kind == "dump":
         return dump(p)
     raise SchedulerError(f"unknown query {kind!r}")
@@ -203,4 +219,106 @@ def dump(p: Partition) -> dict[str, Any]:
         "applications": [application_info(a) for a in p.applications.values()],
         "terminatedApplications": [application_info(a) for a in p.terminated.values()],
         "nodes": [node_info(n) for n in p.nodes.values()],
+        "userUsage": user_usage(p),
+        "groupUsage": group_usage(p),
+    }
+
+
+# ================================================================ user and group usage
+# YuniKorn's /ws/v1/partition/{p}/usage/users and /groups (dao.UserResourceUsageDAOInfo,
+# GroupResourceUsageDAOInfo, ResourceUsageDAOInfo), added up from the applications.
+_UsageTree = dict[str, tuple[Res, list[str]]]  # queue path -> (resources, running apps)
+
+
+def user_usage(p: Partition) -> list[dict[str, Any]]:
+    """Every user with running applications, or with a limit of its own, by name."""
+    ugm = p.ugm
+    trees: dict[str, _UsageTree] = {}
+    groups: dict[str, dict[str, str]] = {}
+    for app in _running(p):
+        user = user_of(app)
+        _add_app(trees.setdefault(user, {}), app)
+        group = ugm.group_of(app) if ugm is not None else ""
+        if group:
+            groups.setdefault(user, {})[app.application_id] = group
+    limits = ugm.limits if ugm is not None else None
+    if limits is not None:
+        for user, paths in limits.configured("user").items():
+            _add_paths(trees.setdefault(user, {}), paths)
+    return [
+        {
+            "userName": user,
+            "groups": groups.get(user, {}),
+            "queues": _usage_node(
+                tree, partial(limits.user_cap, user) if limits is not None else _no_cap
+            ),
+        }
+        for user, tree in sorted(trees.items())
+    ]
+
+
+def group_usage(p: Partition) -> list[dict[str, Any]]:
+    """Every group with running applications charged to it, or with a limit of its own;
+    without limits no application is charged to a group (YuniKorn's ``ensureGroup``)."""
+    ugm = p.ugm
+    if ugm is None:
+        return []
+    limits = ugm.limits
+    trees: dict[str, _UsageTree] = {}
+    for app in _running(p):
+        group = ugm.group_of(app)
+        if group:
+            _add_app(trees.setdefault(group, {}), app)
+    for group, paths in limits.configured("group").items():
+        _add_paths(trees.setdefault(group, {}), paths)
+    return [
+        {
+            "groupName": group,
+            "applications": sorted(tree["root"][1]),
+            "queues": _usage_node(tree, partial(limits.group_cap, group)),
+        }
+        for group, tree in sorted(trees.items())
+    ]
+
+
+def _no_cap(path: str) -> Cap | None:
+    return None
+
+
+def _running(p: Partition) -> list[Application]:
+    """The applications that count as running for the limits: they hold allocations."""
+    return [a for a in p.applications.values() if a.queue is not None and a.allocations]
+
+
+def _add_app(tree: _UsageTree, app: Application) -> None:
+    assert app.queue is not None
+    for queue in app.queue.chain:
+        entry = tree.get(queue.path)
+        if entry is None:
+            entry = tree[queue.path] = ({}, [])
+        add_into(entry[0], app.allocated)
+        entry[1].append(app.application_id)
+
+
+def _add_paths(tree: _UsageTree, paths: list[str]) -> None:
+    for path in paths:
+        parts = path.split(".")
+        for end in range(1, len(parts) + 1):
+            tree.setdefault(".".join(parts[:end]), ({}, []))
+
+
+def _usage_node(
+    tree: _UsageTree, cap_of: Callable[[str], Cap | None], path: str = "root"
+) -> dict[str, Any]:
+    resources, apps = tree[path]
+    cap = cap_of(path)
+    prefix = path + "."
+    children = sorted(q for q in tree if q.startswith(prefix) and "." not in q[len(prefix) :])
+    return {
+        "queuePath": path,
+        "resourceUsage": {name: v for name, v in resources.items() if v},
+        "runningApplications": sorted(apps),
+        "maxResources": dict(cap.max_resources) if cap is not None else {},
+        "maxApplications": cap.max_applications if cap is not None else 0,
+        "children": [_usage_node(tree, cap_of, child) for child in children],
     }

@@ -514,6 +514,69 @@ def test_placement_rule_names_are_case_insensitive() -> None:
     assert parse_config(text).partitions[0].placement_rules == (PlacementRule(name="user"),)
 
 
+def _limits_config(partition: str = "", root: str = "", leaf: str = "") -> str:
+    """A config with ``limits`` lists (flow-style entries, one a line) on the partition,
+    on ``root`` and on its leaf ``root.a.b``."""
+
+    def block(entries: str, indent: int) -> str:
+        if not entries:
+            return ""
+        lines = "".join(f"{' ' * (indent + 2)}- {line}\n" for line in entries.split("\n"))
+        return f"{' ' * indent}limits:\n{lines}"
+
+    return (
+        "partitions:\n  - name: default\n"
+        + block(partition, 4)
+        + "    queues:\n      - name: root\n"
+        + block(root, 8)
+        + "        queues:\n          - name: a\n            queues:\n"
+        + "              - name: b\n"
+        + block(leaf, 16)
+    )
+
+
+def test_partition_limits_are_the_root_queues() -> None:
+    alice = "{users: [alice], maxapplications: 2}"
+    config = parse_config(_limits_config(partition=alice)).partitions[0]
+    assert config.queue.limits == config.limits
+    assert [(lim.users, lim.max_applications) for lim in config.queue.limits] == [(("alice",), 2)]
+    # the same limits on both are allowed; different ones are not
+    both = parse_config(_limits_config(partition=alice, root=alice)).partitions[0]
+    assert both.queue.limits == config.limits
+    with pytest.raises(ConfigError, match="partition limits and root queue limits"):
+        parse_config(_limits_config(partition=alice, root=alice.replace("2", "3")))
+
+
+def test_limit_hierarchy_matches_names_through_queues_without_limits() -> None:
+    # root.a has no limits: bob's root limit still bounds root.a.b (YuniKorn carries it on)
+    root = "{users: [bob, '*'], maxresources: {memory: 100}, maxapplications: 2}"
+
+    def leaf(who: str, memory: int, apps: int) -> str:
+        return (
+            parse_config(
+                _limits_config(
+                    root=root,
+                    leaf=f"{{{who}, maxresources: {{memory: {memory}}}, maxapplications: {apps}}}",
+                )
+            )
+            .partitions[0]
+            .queue.queues[0]
+            .queues[0]
+            .name
+        )
+
+    assert leaf("users: [bob]", 50, 1) == "b"
+    with pytest.raises(ConfigError, match=r"queue 'root\.a\.b'.*user 'bob' max resources"):
+        leaf("users: [bob]", 200, 1)
+    with pytest.raises(ConfigError, match="user 'bob' maxapplications 3"):
+        leaf("users: [bob]", 50, 3)
+    with pytest.raises(ConfigError, match=r"user '\*' maxapplications 3"):
+        leaf("users: ['*']", 50, 3)
+    # another user, or a group of the same name, is not matched
+    assert leaf("users: [eve]", 200, 3) == "b"
+    assert leaf("groups: [bob]", 200, 3) == "b"
+
+
 # ============================================================================ rejections
 P = "partitions:\n  - name: default\n    queues: []\n"
 RULE = "partitions:\n  - name: default\n    queues: []\n    placementrules:\n"
@@ -746,6 +809,41 @@ RULE = "partitions:\n  - name: default\n    queues: []\n    placementrules:\n"
         (
             _queues("- name: a\n  limits:\n    - {groups: [g], maxresources: {memory: x}}\n"),
             ["limits[0].maxresources.memory", "invalid quantity 'x'"],
+        ),
+        (
+            P + "    limits:\n      - {users: [bob, '*', eve], maxapplications: 1}\n",
+            ["user 'eve' is set after the wildcard user limit"],
+        ),
+        (
+            P + "    limits:\n      - {users: [bob], maxapplications: 1}\n"
+            "      - {users: [bob], maxapplications: 2}\n",
+            ["limits[1]", "duplicate limit user name 'bob'"],
+        ),
+        (
+            P + "    limits:\n      - {groups: [dev, dev], maxapplications: 1}\n",
+            ["duplicate limit group name 'dev'"],
+        ),
+        (
+            P + "    limits:\n      - {groups: ['*'], maxapplications: 1}\n",
+            ["wildcard group limit needs a limit for at least one named group"],
+        ),
+        (
+            P + "    limits:\n      - {users: [bob], maxresources: {memory: 0, vcore: 0}}\n",
+            ["every resource in maxresources is zero"],
+        ),
+        (
+            _queues(
+                "- name: a\n  maxapplications: 2\n  limits:\n"
+                "    - {users: [bob], maxapplications: 3}\n"
+            ),
+            ["queue 'root.a'", "maxapplications 3 is larger than the queue's maxapplications 2"],
+        ),
+        (
+            _queues(
+                "- name: a\n  resources: {max: {memory: 100}}\n  limits:\n"
+                "    - {groups: [dev], maxresources: {memory: 200, vcore: 5}}\n"
+            ),
+            ["maxresources {memory: 200, vcore: 5000} are larger than the queue's max"],
         ),
         # ---------------------------------------------------------------- child template
         (

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import inspect
+
 import pytest
 
 import scheduler
@@ -39,6 +41,21 @@ async def test_register_without_rm_id_raises(core: scheduler.Core) -> None:
         await core.register_resource_manager(
             si.RegisterResourceManagerRequest(), RecordingCallback()
         )
+
+
+async def test_user_and_group_usage_queries_extend_the_core(driver: Driver) -> None:
+    for name in ("get_user_usage", "get_group_usage"):
+        assert inspect.iscoroutinefunction(getattr(scheduler.Core, name))
+    await driver.apps(app("app-1", user="carol"))
+    await driver.nodes(node("n1"))
+    await driver.asks(ask("k", "app-1"))
+    await driver.settle()
+    [carol] = await driver.core.get_user_usage("")  # the default partition
+    assert carol["userName"] == "carol"
+    assert carol["queues"]["runningApplications"] == ["app-1"]
+    assert await driver.core.get_group_usage("default") == []  # no group limits: no groups
+    with pytest.raises(scheduler.NotFoundError):
+        await driver.core.get_user_usage("elsewhere")
 
 
 async def test_default_config_when_empty(core: scheduler.Core) -> None:
