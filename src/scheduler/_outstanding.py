@@ -14,7 +14,8 @@ Each pending ask is, in the pass's order (queues, applications, asks):
   leaf and its parents minus what is allocated, the root's size not counted) and in front
   of the asks that share it, but no node has room for it now;
 * ``SKIPPED``: held by its queue's quota (the headroom, ``maxapplications``, or a gang that
-  may not start yet), so an autoscaler leaves it alone;
+  may not start yet) or by its user's or group's limits (YuniKorn 1.3+ counts the user
+  headroom too), so an autoscaler leaves it alone;
 * nothing: it fits a node now (the pass will place it), it is bound to one node, or it is a
   real ask of a gang that replaces a placeholder.
 
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
     from scheduler._queue import Queue
     from scheduler._resources import Res
     from scheduler._scheduling import Scheduler
+    from scheduler._ugm import Charge
 
 __all__ = ["InspectOutstanding", "OutstandingRequests"]
 
@@ -140,17 +142,25 @@ class _Inspection:
 
     def leaf(self, queue: Queue) -> None:
         scheduler = self.outstanding.scheduler
+        ugm = self.outstanding.partition.ugm
         chain = tuple(q for q in queue.limited_chain if q.parent is not None)
         for app in queue.sorted_applications(state_filter=False):
             if app.state not in SCHEDULABLE_STATES:
                 continue
             held = ""
+            charge = ugm.charge(app) if ugm is not None else None
             if (
                 queue.app_limited_chain
                 and app.state is AppState.ACCEPTED
                 and not queue.can_run_another_app()
             ):
                 held = f"queue {queue.path} runs its maximum number of applications"
+            elif charge is not None and app.state is AppState.ACCEPTED:
+                full = charge.full()
+                if full is not None:
+                    held = f"{full} runs its maximum number of applications"
+            if charge is not None and not charge.res_levels:
+                charge = None
             gang_waits = bool(
                 chain
                 and app.placeholder_ask
@@ -158,7 +168,7 @@ class _Inspection:
                 and not scheduler._gang_fits(queue, app)
             )
             for ask in app.pending_asks.in_order():
-                self.ask(queue, chain, app, ask, held, gang_waits)
+                self.ask(queue, chain, app, ask, held, gang_waits, charge)
 
     def ask(
         self,
@@ -168,6 +178,7 @@ class _Inspection:
         ask: Ask,
         held: str,
         gang_waits: bool,
+        charge: Charge | None,
     ) -> None:
         report = self.outstanding.report
         if ask.task_group_name and app.task_groups and not ask.placeholder:
@@ -188,6 +199,17 @@ class _Inspection:
                 State.SKIPPED,
                 f"the placeholders of application {app.application_id} "
                 f"({app.placeholder_ask}) do not fit the quota of queue {queue.path} yet",
+            )
+            return
+        over = charge.over(ask.resource) if charge is not None else None
+        if over is not None:
+            report(
+                self.seen,
+                app,
+                ask,
+                State.SKIPPED,
+                f"the maxresources of {over} ({over.cap.max_resources}, used "
+                f"{over.resources}) hold it",
             )
             return
         blocking = self.claim(chain, ask)

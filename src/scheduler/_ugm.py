@@ -139,6 +139,10 @@ class Level:
     def __repr__(self) -> str:
         return f"<Level {self.resources} apps={len(self.applications)}>"
 
+    def __str__(self) -> str:
+        kind, name, path = self.key
+        return f"{kind} {name} in queue {path}"
+
 
 class Charge:
     """What one application is charged to: its user, its group, and the limited levels of
@@ -157,20 +161,29 @@ class Charge:
 
     def fits(self, res: Res) -> bool:
         """``res`` more stays within every ``maxresources`` (YuniKorn's ``Headroom``)."""
+        return self.over(res) is None
+
+    def over(self, res: Res) -> Level | None:
+        """The first level whose ``maxresources`` ``res`` more would pass."""
         for level in self.res_levels:
             if not fits_under_max(res, level.resources, level.cap.max_resources):
-                return False
-        return True
+                return level
+        return None
 
     def can_run(self) -> bool:
         """One application more stays within every ``maxapplications`` (``CanRunApp``);
         an application already charged is not counted again."""
+        return self.full() is None
+
+    def full(self) -> Level | None:
+        """The first level that runs as many applications as it may (none when this one
+        already runs)."""
         if self.running:
-            return True
+            return None
         for level in self.app_levels:
             if len(level.applications) >= level.cap.max_applications:
-                return False
-        return True
+                return level
+        return None
 
 
 class UserGroupManager:

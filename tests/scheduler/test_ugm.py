@@ -460,3 +460,41 @@ async def test_usage_of_an_unknown_partition_raises(driver: Driver) -> None:
         await driver.core.get_user_usage("nope")
     with pytest.raises(scheduler.NotFoundError):
         await driver.core.get_group_usage("nope")
+
+
+async def test_asks_held_by_a_user_limit_are_skipped_for_the_autoscaler(
+    driver: Driver,
+) -> None:
+    """An autoscaler must leave alone what a user's limits hold, as it does a queue's
+    quota: those asks are ``SKIPPED``; an ask within them that no node holds is ``FAILED``."""
+    await start(
+        driver,
+        config(
+            "a: {users: [alice], maxresources: {memory: 300}}\n"
+            "b: {users: [bob], maxapplications: 1}"
+        ),
+    )
+    await driver.apps(user_app("alice-1", "root.a"), user_app("bob-1", "root.b", user="bob"))
+    await driver.settle()
+    await driver.asks(
+        ask("fits", "alice-1", memory=200),
+        ask("over-user", "alice-1", memory=200),
+        ask("b1", "bob-1", memory=10),
+        ask("huge", "bob-1", memory=5000),
+    )
+    await driver.settle()
+    await driver.apps(user_app("bob-2", "root.b", user="bob"))
+    await driver.settle()
+    await driver.asks(ask("b2", "bob-2", memory=10))
+    await driver.settle()
+    await driver.clock.advance(1)
+    await driver.settle()
+    got = {(r.application_id, r.allocation_key): r.state for r in driver.rm.scheduling_states}
+    assert got == {
+        ("alice-1", "over-user"): si.SchedulingState.SKIPPED,
+        ("bob-1", "huge"): si.SchedulingState.FAILED,
+        ("bob-2", "b2"): si.SchedulingState.SKIPPED,
+    }
+    reasons = {r.allocation_key: r.reason for r in driver.rm.scheduling_states}
+    assert "user alice in queue root.a" in reasons["over-user"]
+    assert "user bob in queue root.b" in reasons["b2"]
