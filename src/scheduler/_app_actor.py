@@ -130,6 +130,8 @@ class ApplicationActor(GangFlows, Actor):
     def release_asks(self, keys: Iterable[str]) -> None:
         """The RM withdraws asks (all of them when ``keys`` is empty)."""
         app = self.app
+        if not app.asks:
+            return  # nothing to withdraw, nothing to check (YuniKorn's removeAsksInternal)
         for key in list(keys) or list(app.asks):
             self.remove_ask(key)
         self.maybe_complete()
@@ -152,6 +154,7 @@ class ApplicationActor(GangFlows, Actor):
     def release_allocations(self, releases: Iterable[AllocationReleased]) -> None:
         """The RM releases allocations, or confirms releases the core asked for."""
         app = self.app
+        held = len(app.allocations)
         for rel in releases:
             if not rel.uuid:
                 for each in list(app.allocations.values()):
@@ -164,7 +167,8 @@ class ApplicationActor(GangFlows, Actor):
                 )
                 continue
             self._release(alloc, rel.termination, rel.message)
-        self.maybe_complete()
+        if len(app.allocations) < held:
+            self.maybe_complete()  # only when one went, as YuniKorn's removeAllocationInternal
 
     def _release(self, alloc: Allocation, termination: si.TerminationType, message: str) -> None:
         """Take an allocation away and confirm the release to the RM."""

@@ -55,7 +55,9 @@ class CallbackActor(Actor):
         """Asks: the RM's predicates for one proposal (an exception refuses the node)."""
         if isinstance(message, CheckPredicates):
             args = si.PredicatesArgs(
-                allocation_key=message.allocation_key, node_id=message.node_id, allocate=True
+                allocation_key=message.allocation_key,
+                node_id=message.node_id,
+                allocate=message.allocate,
             )
             try:
                 return bool(await self.callback.predicates(args))

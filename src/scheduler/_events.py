@@ -188,10 +188,12 @@ class Retire(Event, frozen=True, kw_only=True):
 
 # -- predicates: the partition asks the RM's callback actor ---------------------------------
 class CheckPredicates(Event, frozen=True, kw_only=True):
-    """May ``allocation_key`` go on ``node_id``? Asked; the reply is a bool."""
+    """May ``allocation_key`` go on ``node_id``? Asked; the reply is a bool. ``allocate``
+    is false for a replacement (YuniKorn asks ``preReserveConditions`` there)."""
 
     allocation_key: str
     node_id: str
+    allocate: bool = True
 
 
 # -- to the RM callback actor ----------------------------------------------------------------

@@ -370,6 +370,10 @@ class GangFlows:
         RM confirmed the releases, ``Failed``; ``Soft`` goes ``Resuming`` and, once the
         placeholders are gone, ``Accepted`` as a normal application. The releases go out in
         one response, before the state change.
+
+        A resumed application with nothing left stays ``Accepted``, waiting for asks:
+        YuniKorn's ``removeAllocationInternal`` fires only ``RunApplication`` when the last
+        placeholder of a ``Resuming`` application goes, and nothing completes it there.
         """
         self.placeholder_timer = None
         app = self.app
@@ -402,7 +406,6 @@ class GangFlows:
             self.transition(AppEvent.RUN, "placeholders released: scheduling normally")
             if app.allocations:  # a replacement completed while it resumed
                 self.transition(AppEvent.RUN)
-            self.maybe_complete()
 
     async def clean_up_placeholders(self) -> None:
         """``Completing`` timed out with placeholders left: release them with ``TIMEOUT``,

@@ -495,7 +495,9 @@ class PartitionActor(Actor):
                 if proposal is None:
                     return
                 question = CheckPredicates(
-                    allocation_key=proposal.ask.allocation_key, node_id=proposal.node.node_id
+                    allocation_key=proposal.ask.allocation_key,
+                    node_id=proposal.node.node_id,
+                    allocate=proposal.replace is None,
                 )
                 try:
                     allowed = bool(await self._callback.ask(question))

@@ -92,26 +92,37 @@ class Scheduler:
         return made
 
     def propose_checked(self) -> Proposal | None:
-        """The next proposal to put to the RM's predicates (replacements need none: the RM
-        has its say in the handshake, so they are started on the way)."""
+        """The next proposal to put to the RM's predicates: a replacement too, on its
+        placeholder's node (YuniKorn's ``tryPlaceholderAllocate``). A real ask larger
+        than the placeholder is not put to them: that placeholder is cancelled on the way
+        (``begin_replacement``) and the ask goes on as a normal ask."""
         self.partition.schedule_pending = False
         skip: set[int] = set()
         proposal = self.propose(skip)
-        while proposal is not None and proposal.replace is not None:
+        while (
+            proposal is not None
+            and proposal.replace is not None
+            and not fits(proposal.ask.resource, proposal.replace.resource)
+        ):
             if not self._replace(proposal):
                 skip.add(id(proposal.ask))
             proposal = self.propose(skip)
         return proposal
 
     def predicates_checked(self, proposal: Proposal, allowed: bool) -> Allocation | None:
-        """The RM's answer for ``proposal``: commit it, or remember the refused node."""
+        """The RM's answer for ``proposal``: commit it (a replacement starts its handshake),
+        or remember the refused node; a replacement that no longer holds is remembered the
+        same way, so it is not proposed again until something changes."""
         p = self.partition
         p.schedule_pending = True
         if allowed:
-            alloc = self.commit(proposal)
-            if alloc is not None:
-                p.total_allocations += 1
-            return alloc
+            if proposal.replace is None:
+                alloc = self.commit(proposal)
+                if alloc is not None:
+                    p.total_allocations += 1
+                return alloc
+            if self._replace(proposal):
+                return None
         p.refused.setdefault(id(proposal.ask), set()).add(proposal.node.node_id)
         return None
 
@@ -386,17 +397,25 @@ class Scheduler:
     # ================================================================== gang scheduling
     def _gang_step(self, app: Application, ask: Ask) -> Proposal | bool:
         """What a real ask of a task group does now: ``True`` it waits (placeholders are
-        still pending), a ``Proposal`` takes a free placeholder's place, ``False`` it is
-        scheduled as a normal ask (no placeholder of its group is left for it)."""
+        still pending, or the RM's predicates refused the node of every free placeholder),
+        a ``Proposal`` takes a free placeholder's place, ``False`` it is scheduled as a
+        normal ask (no placeholder of its group is left for it).
+
+        As YuniKorn's ``tryPlaceholderAllocate``: the free placeholders of the group are
+        tried in turn, each on its own node; a node the predicates refused for this ask is
+        passed over (``Partition.refused``, forgotten when the cluster changes).
+        """
         group = app.task_groups.get(ask.task_group_name)
         if group is None or ask.no_replace:
             return False
         if app.placeholders_wanted:
             return True
+        p = self.partition
+        refused = p.refused.get(id(ask)) if p.refused else None
         for placeholder in group.free.values():
-            node = self.partition.nodes[placeholder.node_id]
-            return Proposal(app, ask, node, replace=placeholder)
-        return False
+            if refused is None or placeholder.node_id not in refused:
+                return Proposal(app, ask, p.nodes[placeholder.node_id], replace=placeholder)
+        return bool(group.free)
 
     def _gang_fits(self, queue: Queue, app: Application) -> bool:
         """The whole placeholder total of ``app`` fits in the free quota of every queue

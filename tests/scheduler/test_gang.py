@@ -434,4 +434,6 @@ async def test_replacement_with_an_rm_that_checks_predicates(
     await d.settle()
     real = [a for a in d.allocs("gang") if not a.placeholder]
     assert sorted(a.node_id for a in real) == sorted(p.node_id for p in phs)
-    assert sorted(rm.asked) == ["gang-ph-0", "gang-ph-1"]  # the handshake is the RM's say
+    # Each replacement was put to the predicates on its placeholder's node too (YuniKorn's
+    # tryPlaceholderAllocate), before its handshake.
+    assert sorted(rm.asked) == ["gang-ph-0", "gang-ph-1", "gang-real-0", "gang-real-1"]

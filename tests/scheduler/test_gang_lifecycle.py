@@ -152,6 +152,42 @@ async def test_soft_timeout_while_placing_resumes_as_normal_app(driver: Driver) 
     }
 
 
+async def test_soft_timeout_stays_accepted_until_real_asks_come(driver: Driver) -> None:
+    """YuniKorn's ``removeAllocationInternal``: the last placeholder of a ``Resuming``
+    application going makes it ``Accepted`` (``RunApplication``), and nothing completes it
+    there: it waits for asks, however long."""
+    d = driver
+    await d.nodes(node("n1", memory=20, vcore=2))
+    await d.apps(gang_app("gang"))
+    await d.asks(*placeholders("gang"))  # room for two of three; no real asks yet
+    await d.settle()
+    assert len(d.allocs("gang")) == 2
+    await advance(d, PH_TIMEOUT)
+    assert await state(d, "gang") == "Resuming"
+    await confirm(d, released(d, TIMEOUT))
+    await d.settle()
+    info = await d.core.get_application("default", "gang")
+    assert state_log(info)[-2:] == ["Resuming", "Accepted"]
+    assert info["allocations"] == [] and info["requests"] == []
+    await confirm(d, released(d, TIMEOUT))  # the RM confirms twice: nothing left goes
+    await d.settle()
+    assert await state(d, "gang") == "Accepted"
+
+    await advance(d, 10 * 60)  # well past the 30 s a Completing application would last
+    info = await d.core.get_application("default", "gang")
+    assert info["applicationState"] == "Accepted"
+    assert state_log(info)[-2:] == ["Resuming", "Accepted"]
+    assert d.rm.app_states("gang")[-1] == "Accepted"
+
+    await d.asks(*reals("gang", 2))  # the job's real pods, minutes later
+    await d.settle()
+    got = real_allocs(d)
+    assert sorted(a.allocation_key for a in got) == ["gang-real-0", "gang-real-1"]
+    after = ["Resuming", "Accepted", "Starting", "Running"]
+    assert state_log(await d.core.get_application("default", "gang"))[-4:] == after
+    assert d.rm.app_states("gang")[-4:] == after
+
+
 async def test_hard_timeout_while_placing_fails_and_frees_the_queue(driver: Driver) -> None:
     d = driver
     phs = await partly_placed_gang(d, gang_scheduling_style="Hard")

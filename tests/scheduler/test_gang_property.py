@@ -40,8 +40,9 @@ yet released, and the core-initiated releases it has not confirmed. After every 
 
 At the end (liveness) the RM releases all asks, confirms every core release and releases
 every allocation, and the clock moves an hour, twice: every application that asked for
-anything is Completed, Failed or Rejected, nothing is allocated anywhere, and a fresh gang
-still fits in each limited queue (no quota is held by a gone gang).
+anything is Completed, Failed or Rejected (or, resumed after a Soft timeout with nothing
+left, Accepted: it waits for asks, as in YuniKorn), nothing is allocated anywhere, and a
+fresh gang still fits in each limited queue (no quota is held by a gone gang).
 
 The ordinary tests at the end are the minimal examples of what the property found (all
 fixed since, in 6027a78, 9932ad5 and 2eaa5f2).
@@ -1040,10 +1041,21 @@ async def liveness(d: Driver, rm: Rm, errors: list[str]) -> None:
         a["applicationID"]: a["applicationState"]
         for a in part["applications"] + part["terminatedApplications"]
     }
+    # A Soft gang that timed out resumed as Accepted and, with nothing left, waits there
+    # for asks (YuniKorn's removeAllocationInternal): the RM would remove it.
+    resumed = {
+        a["applicationID"]
+        for a in part["applications"]
+        if [s["applicationState"] for s in a["stateLog"]][-2:] == ["Resuming", "Accepted"]
+        and not a["allocations"]
+        and not a["requests"]
+    }
     for app_id, a in rm.apps.items():
         if app_id not in states:
             continue  # expired
-        if a.asks_sent > a.asks_rejected or a.removed or a.answered == "rejected":
+        if app_id in resumed and not a.removed:
+            check(states[app_id] == "Accepted", f"{app_id} is {states[app_id]} at the end")
+        elif a.asks_sent > a.asks_rejected or a.removed or a.answered == "rejected":
             check(states[app_id] in TERMINATED, f"{app_id} is {states[app_id]} at the end")
         else:
             check(states[app_id] in ("New", *TERMINATED), f"{app_id} is {states[app_id]}")
