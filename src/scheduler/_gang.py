@@ -295,6 +295,7 @@ class GangFlows:
                 if real is not None:
                     node.add_allocation(real)
                 p.index.update(node)
+                p.usage_changed(node)
             app.remove_allocation(ph.uuid)
             if queue is not None:
                 queue.remove_allocated(ph.resource)

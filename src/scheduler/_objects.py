@@ -156,6 +156,14 @@ class Node:
             else:
                 available.pop(name, None)
 
+    def overcommitted(self) -> bool:
+        """It holds more of some resource than its capacity."""
+        capacity = self.capacity
+        for name, v in self.allocated.items():
+            if v > capacity.get(name, 0):
+                return True
+        return False
+
     def swap_allocation(self, uuid: str, alloc: Allocation) -> None:
         """Put ``alloc`` in the place of allocation ``uuid`` of the same resource."""
         del self.allocations[uuid]

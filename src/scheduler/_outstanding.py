@@ -143,7 +143,7 @@ class _Inspection:
     def leaf(self, queue: Queue) -> None:
         scheduler = self.outstanding.scheduler
         ugm = self.outstanding.partition.ugm
-        chain = tuple(q for q in queue.limited_chain if q.parent is not None)
+        chain = queue.max_set_chain
         for app in queue.sorted_applications(state_filter=False):
             if app.state not in SCHEDULABLE_STATES:
                 continue

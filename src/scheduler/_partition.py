@@ -94,6 +94,10 @@ class Partition:
         # refused per ask (forgotten when anything else changes).
         self.schedule_pending = False
         self.refused: dict[int, set[str]] = {}
+        # Nodes holding more than their capacity (shrunk by an UPDATE, or recovered beyond
+        # it): only while there is one can root's max refuse an ask that a node has room
+        # for, so only then is root part of the quota checks (``Queue.capacity_binds``).
+        self.overcommitted: set[str] = set()
         self.total_allocations = 0
         self._seq = 0
         self.log = logger.bind(partition=self.name)
@@ -116,7 +120,26 @@ class Partition:
         if node is not None:
             node.remove_allocation(alloc.uuid)
             self.index.update(node)
+            if self.overcommitted:
+                self.usage_changed(node)
         return node
+
+    def usage_changed(self, node: Node | None, *, gone: bool = False) -> None:
+        """Keep ``overcommitted`` right after ``node``'s capacity or allocations changed
+        outside a commit (a commit never overcommits), or it ``gone``; root joins or leaves
+        the quota checks when the set fills or empties."""
+        if node is None:
+            return
+        over = self.overcommitted
+        before = bool(over)
+        if not gone and node.overcommitted():
+            over.add(node.node_id)
+        else:
+            over.discard(node.node_id)
+        if bool(over) != before:
+            root = self.root
+            root.capacity_binds = bool(over)
+            root.refresh_limits()
 
     def application_left(self, app: Application) -> None:
         """``app`` finished: out of its queue and the live set, kept as terminated."""
@@ -162,7 +185,7 @@ class Partition:
                     total[name] = left
                 else:
                     del total[name]
-        if bool(total) != had_limit:
+        if bool(total) != had_limit and root.capacity_binds:
             root.refresh_limits()  # root joins (or leaves) every queue's limited chain
         if grew:
             self.wake()

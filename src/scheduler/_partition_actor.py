@@ -321,12 +321,14 @@ class PartitionActor(Actor):
             allocation_time=now,
         )
         node.add_allocation(alloc)
+        p.usage_changed(node)
         p.owners[spec.application_id].recover(alloc)
 
     def _update_node(self, node: Node, update: NodeUpdate) -> None:
         if update.capacity is not None:
             old, node.capacity = node.capacity, dict(update.capacity)
             self.partition.capacity_changed(old, node.capacity)
+            self.partition.usage_changed(node)
         if update.occupied is not None:
             node.occupied = dict(update.occupied)
         if update.attributes is not None:
@@ -354,6 +356,7 @@ class PartitionActor(Actor):
         p.index.discard(node)
         del p.nodes[node.node_id]
         p.capacity_changed(node.capacity, {})
+        p.usage_changed(node, gone=True)
         for alloc in list(node.allocations.values()):
             node.remove_allocation(alloc.uuid)
             owner = p.owners.get(alloc.application_id)

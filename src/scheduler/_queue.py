@@ -93,6 +93,10 @@ class Queue:
         # look at configured maxes only (YuniKorn's GetMaxQueueSet leaves the cluster size
         # out), so they have a chain of their own.
         self.limited_chain: tuple[Queue, ...] = ()
+        # Root only: its max (the nodes' capacity) can refuse an ask some node has room
+        # for only while a node holds more than its capacity (``Partition.overcommitted``);
+        # until then root stays out of the chain and the pass pays nothing for it.
+        self.capacity_binds = False
         self.max_set_chain: tuple[Queue, ...] = ()
         self.app_limited_chain: tuple[Queue, ...] = ()
         if parent is not None:
@@ -192,8 +196,10 @@ class Queue:
         return ""
 
     def refresh_limits(self) -> None:
-        self.limited_chain = tuple(q for q in self.chain if q.max_resources)
-        self.max_set_chain = tuple(q for q in self.limited_chain if q.parent is not None)
+        self.max_set_chain = tuple(q for q in self.chain if q.max_resources and q.parent)
+        root = self.chain[-1]
+        binds = root.capacity_binds and bool(root.max_resources)
+        self.limited_chain = (*self.max_set_chain, root) if binds else self.max_set_chain
         self.app_limited_chain = tuple(q for q in self.chain if q.max_applications > 0)
         for child in self.children.values():
             child.refresh_limits()
