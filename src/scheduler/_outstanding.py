@@ -165,7 +165,7 @@ class _Inspection:
                 chain
                 and app.placeholder_ask
                 and not app.gang_started
-                and not scheduler._gang_fits(queue, app)
+                and not scheduler.gang_fits(queue, app)
             )
             for ask in app.pending_asks.in_order():
                 self.ask(queue, chain, app, ask, held, gang_waits, charge)

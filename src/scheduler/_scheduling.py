@@ -189,7 +189,7 @@ class Scheduler:
                 gang_limited
                 and app.placeholder_ask
                 and not app.gang_started
-                and not self._gang_fits(queue, app)
+                and not self.gang_fits(queue, app)
             ):
                 continue  # a gang starts only when its whole placeholder total fits
             for ask in app.pending_asks.in_order():
@@ -417,7 +417,7 @@ class Scheduler:
                 return Proposal(app, ask, p.nodes[placeholder.node_id], replace=placeholder)
         return bool(group.free)
 
-    def _gang_fits(self, queue: Queue, app: Application) -> bool:
+    def gang_fits(self, queue: Queue, app: Application) -> bool:
         """The whole placeholder total of ``app`` fits in the free quota of every queue
         with a configured max above it, counting what gangs that are still placing have
         yet to take. Root's max (the cluster's size) does not count, as in YuniKorn's
