@@ -1,8 +1,12 @@
 """Throughput of the actor runtime against raw asyncio baselines, side by side.
 
-Run standalone: `python bench/bench_actors.py [--n 200000] [--repeat 3]`. Prints a table and
-writes bench/results/actors.json. Targets: actor tell >= 60% of a raw deque mailbox, actor
-ask >= 90% of a raw asyncio.Queue + future round trip.
+Run standalone: `python bench/bench_actors.py [--n 200000] [--repeat 3] [--quick] [--check]`.
+Prints a table and writes bench/results/actors.json.
+
+Targets: actor tell >= 60% of a raw deque mailbox; actor ask (default timeout) >= 90% of a
+raw asyncio.Queue + future round trip. ``--check`` exits 1 when one is missed. The ask with
+``timeout=None`` is printed beside it, without a target. ``--quick`` is 2,000 messages per
+case, once.
 
 Suspend/resume (no target, the ratio is printed): round trips in which a handler of a
 reentrant actor starts, parks on a `Promise`, is resolved by another message (or by another
@@ -21,20 +25,17 @@ import argparse
 import asyncio
 import contextlib
 import gc
-import json
-import platform
 import sys
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
-from pathlib import Path
 from typing import cast
 
 from loguru import logger
 
+from _common import Progress, Run, add_arguments
 from actors import Actor, ActorRef, ActorSystem, Promise
 
-RESULTS = Path(__file__).parent / "results" / "actors.json"
 TELL_TARGET = 0.60
 ASK_TARGET = 0.90
 
@@ -350,27 +351,32 @@ async def measure_group(
     return {name: n / seconds for name, seconds in elapsed.items()}
 
 
-async def measure(n: int, repeat: int, chunk: int, slices: int) -> dict[str, float]:
+async def measure(
+    n: int, repeat: int, chunk: int, slices: int, progress: Progress
+) -> dict[str, float]:
     best: dict[str, float] = {}
-    for contestants in GROUPS.values():
-        for _ in range(repeat):
-            rates = await measure_group(contestants, n, chunk, slices)
+    for group, contestants in GROUPS.items():
+        for r in range(repeat):
+            with progress.step(f"{group}: {n:,} messages per case, repeat {r + 1}/{repeat}"):
+                rates = await measure_group(contestants, n, chunk, slices)
             for name, rate in rates.items():
                 best[name] = max(best.get(name, 0.0), rate)
     return best
 
 
-def report(best: dict[str, float], args: argparse.Namespace) -> dict[str, object]:
-    tell_ratio = best["actor tell"] / best["raw deque tell"]
-    ask_ratio = best["actor ask (default timeout)"] / best["raw Queue+future ask"]
-    ask_none_ratio = best["actor ask (timeout=None)"] / best["raw Queue+future ask"]
-    suspend_ratio = best["actor suspend/resume"] / best["raw future round trip"]
-    suspend_peer_ratio = (
-        best["actor suspend/resume (peer resolves)"] / best["raw future round trip"]
-    )
+def report(best: dict[str, float], args: argparse.Namespace, run: Run) -> dict[str, object]:
+    ratios = {
+        "tell": best["actor tell"] / best["raw deque tell"],
+        "ask": best["actor ask (default timeout)"] / best["raw Queue+future ask"],
+        "ask_no_timeout": best["actor ask (timeout=None)"] / best["raw Queue+future ask"],
+        "suspend_resume": best["actor suspend/resume"] / best["raw future round trip"],
+        "suspend_resume_peer": (
+            best["actor suspend/resume (peer resolves)"] / best["raw future round trip"]
+        ),
+    }
     print(
         f"\nactors bench: n={args.n:,} per run, best of {args.repeat}, "
-        f"{args.slices} interleaved slices, Python {platform.python_version()}\n"
+        f"{args.slices} interleaved slices\n"
     )
     print(f"{'case':<38} {'msgs/s':>14}")
     print("-" * 53)
@@ -378,58 +384,48 @@ def report(best: dict[str, float], args: argparse.Namespace) -> dict[str, object
         print(f"{name:<38} {rate:>14,.0f}")
     print("(suspend/resume cases count round trips/s)")
     print()
-    print(f"{'ratio':<44} {'value':>7} {'target':>7}  result")
-    print("-" * 68)
-    rows = [
-        ("actor tell / raw deque tell", tell_ratio, TELL_TARGET),
-        ("actor ask / raw ask", ask_ratio, ASK_TARGET),
-        ("actor ask (no timeout) / raw ask", ask_none_ratio, ASK_TARGET),
-    ]
-    for label, value, target in rows:
-        verdict = "PASS" if value >= target else "MISS"
-        print(f"{label:<44} {value:>7.1%} {target:>7.0%}  {verdict}")
-    informative = [
-        ("actor suspend/resume / raw future", suspend_ratio),
-        ("actor suspend/resume (peer) / raw future", suspend_peer_ratio),
-    ]
-    for label, value in informative:
-        print(f"{label:<44} {value:>7.1%} {'-':>7}  (no target)")
+    print(f"{'ratio':<44} {'value':>7}")
+    print("-" * 52)
+    labels = {
+        "tell": "actor tell / raw deque tell",
+        "ask": "actor ask / raw ask",
+        "ask_no_timeout": "actor ask (no timeout) / raw ask",
+        "suspend_resume": "actor suspend/resume / raw future",
+        "suspend_resume_peer": "actor suspend/resume (peer) / raw future",
+    }
+    for key, label in labels.items():
+        print(
+            f"{label:<44} {ratios[key]:>7.1%}" + ("" if key in ("tell", "ask") else "  (no target)")
+        )
+    print()
+    for key, bound in (("tell", TELL_TARGET), ("ask", ASK_TARGET)):
+        run.target(key, labels[key], ratios[key], at_least=bound, fmt=".1%")
     return {
         "n": args.n,
         "repeat": args.repeat,
         "slices": args.slices,
         "chunk": args.chunk,
-        "python": platform.python_version(),
-        "platform": platform.platform(),
         "rates": best,
-        "ratios": {
-            "tell": tell_ratio,
-            "ask": ask_ratio,
-            "ask_no_timeout": ask_none_ratio,
-            "suspend_resume": suspend_ratio,
-            "suspend_resume_peer": suspend_peer_ratio,
-        },
-        "targets": {"tell": TELL_TARGET, "ask": ASK_TARGET},
-        "pass": tell_ratio >= TELL_TARGET and ask_ratio >= ASK_TARGET,
+        "ratios": ratios,
     }
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="actors runtime vs raw asyncio throughput")
-    parser.add_argument("--n", type=int, default=200_000, help="messages per case and run")
-    parser.add_argument("--repeat", type=int, default=3, help="runs per case; the best counts")
+    parser.add_argument("--n", type=int, help="messages per case and run (default 200,000)")
+    parser.add_argument("--repeat", type=int, help="runs per case; the best counts (default 3)")
     parser.add_argument("--slices", type=int, default=10, help="interleaved slices per run")
     parser.add_argument("--chunk", type=int, default=1000, help="tells between producer yields")
-    parser.add_argument("--out", type=Path, default=RESULTS, help="where to write the JSON")
+    add_arguments(parser)
     args = parser.parse_args(argv)
+    args.n = args.n or (2_000 if args.quick else 200_000)
+    args.repeat = args.repeat or (1 if args.quick else 3)
     logger.remove()  # the runtime's debug lines (actor started/stopped) are not the point here
     logger.add(sys.stderr, level="WARNING")
-    best = asyncio.run(measure(args.n, args.repeat, args.chunk, max(1, args.slices)))
-    result = report(best, args)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2) + "\n")
-    print(f"\nwrote {args.out}")
-    return 0
+    run = Run("actors", args)
+    progress = run.progress(len(GROUPS) * args.repeat)
+    best = asyncio.run(measure(args.n, args.repeat, args.chunk, max(1, args.slices), progress))
+    return run.finish(report(best, args, run))
 
 
 if __name__ == "__main__":

@@ -15,27 +15,30 @@ Each run is checked afterwards (untimed): every application ``Starting`` or ``Ru
 ``placeholderData`` of tg = count 50 / replaced 50 / timedout 0, and the nodes hold exactly
 the 10,000 real allocations and no placeholder. Gang runs are interleaved with the plain
 allocation benchmark of ``bench_scheduling`` on the same number of nodes and asks; each keeps
-its best of ``--repeat``. Target: replacements/s >= 0.5 x plain allocations/s.
+its best of ``--repeat``. Writes bench/results/gang.json (gang-small.json when small).
+
+Target: replacements/s >= 0.5 x plain allocations/s. ``--check`` exits 1 when it is missed;
+a run in which the core misbehaves (a stall, a wrong end state) exits 1 in any case.
 
     python bench/bench_gang.py [--apps 200] [--per-app 50] [--nodes 1000] [--repeat 3] [--small]
+        [--quick] [--check] [--out FILE]
 
-``--small`` (or ``BENCH_GANG_SMALL=1``) is 10 apps x 5 placeholders on 20 nodes; ``--repeat``
-defaults to ``BENCH_REPEAT`` or 3.
+``--small`` (or ``BENCH_GANG_SMALL=1``) is 10 apps x 5 placeholders on 20 nodes; ``--quick``
+is ``--small`` once; ``--repeat`` defaults to ``BENCH_REPEAT`` or 3.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import sys
 import time
 import tracemalloc
-from pathlib import Path
 from typing import Any
 
 import scheduler
+from _common import RESULTS, Run, add_arguments
 from bench_scheduling import run_once as plain_run_once
 from scheduler import si
 from scheduler.testing import ManualClock
@@ -403,56 +406,63 @@ def _log_error(message: Any) -> None:
     CORE_ERRORS.append(f"{record['name']}: {record['message']}{detail}")
 
 
-async def main() -> None:
+async def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--apps", type=int)
     parser.add_argument("--per-app", type=int)
     parser.add_argument("--nodes", type=int)
-    parser.add_argument("--repeat", type=int, default=int(os.environ.get("BENCH_REPEAT", "3")))
+    parser.add_argument("--repeat", type=int)
     parser.add_argument(
         "--small",
         action="store_true",
         default=os.environ.get("BENCH_GANG_SMALL", "") not in ("", "0"),
         help="10 apps x 5 placeholders on 20 nodes (a quick functional run)",
     )
-    parser.add_argument("--out")
+    add_arguments(parser)
     args = parser.parse_args()
     from loguru import logger
 
     logger.remove()
     logger.add(_log_error, level="ERROR")
-    small = (10, 5, 20)
-    full = (200, 50, 1_000)
-    d_apps, d_per_app, d_nodes = small if args.small else full
+    small = args.small or args.quick
+    repeat = args.repeat or (1 if args.quick else int(os.environ.get("BENCH_REPEAT", "3")))
+    d_apps, d_per_app, d_nodes = (10, 5, 20) if small else (200, 50, 1_000)
     n_apps = args.apps or d_apps
     per_app = args.per_app or d_per_app
     n_nodes = args.nodes or d_nodes
     total = n_apps * per_app
-    default_out = "gang-small.json" if args.small else "gang.json"
-    out = Path(args.out or Path(__file__).parent / "results" / default_out)
+    run = Run("gang", args, out=RESULTS / ("gang-small.json" if small else "gang.json"))
+    progress = run.progress(2 * repeat + 1)
+    size = f"{n_apps:,} apps x {per_app:,} placeholders on {n_nodes:,} nodes"
 
     # Gang and plain runs are interleaved, so a slow spell of a shared machine hits both
     # alike; each keeps its best run.
     best_ph: dict[str, float] | None = None
     best_rep: dict[str, float] | None = None
     best_plain: dict[str, float] | None = None
-    for _ in range(args.repeat):
-        gang = await run_gang(n_nodes, n_apps, per_app)
+    for r in range(repeat):
+        with progress.step(f"gang: {size}, repeat {r + 1}/{repeat}") as step:
+            gang = await run_gang(n_nodes, n_apps, per_app)
+            step.result = f"{gang['replacements_per_s']:,.0f} replacements/s"
         if best_ph is None or gang["placeholders_per_s"] > best_ph["placeholders_per_s"]:
             best_ph = gang
         if best_rep is None or gang["replacements_per_s"] > best_rep["replacements_per_s"]:
             best_rep = gang
-        plain = await plain_run_once(n_nodes, total)
+        with progress.step(
+            f"plain: {total:,} asks on {n_nodes:,} nodes, repeat {r + 1}/{repeat}"
+        ) as step:
+            plain = await plain_run_once(n_nodes, total)
+            step.result = f"{plain['allocs_per_s']:,.0f} allocs/s"
         if best_plain is None or plain["allocs_per_s"] > best_plain["allocs_per_s"]:
             best_plain = plain
     assert best_ph is not None and best_rep is not None and best_plain is not None
 
     memory: dict[str, float] = {}
-    await run_gang(n_nodes, n_apps, per_app, memory=memory)  # traced: untimed
+    with progress.step(f"gang under tracemalloc (untimed): {size}"):
+        await run_gang(n_nodes, n_apps, per_app, memory=memory)
 
     ratio = best_rep["replacements_per_s"] / best_plain["allocs_per_s"]
-    ok = ratio >= TARGET_RATIO
-    print(f"{n_apps} gang apps x {per_app} placeholders on {n_nodes} nodes, best of {args.repeat}")
+    print(f"{n_apps} gang apps x {per_app} placeholders on {n_nodes} nodes, best of {repeat}")
     print(f"{'measure':<14} {'count':>7} {'seconds':>8} {'per s':>10} {'us each':>8}")
     rows = [
         ("placeholders", best_ph["placeholder_seconds"]),
@@ -476,37 +486,35 @@ async def main() -> None:
         f"{memory['total_bytes'] / 2**20:.1f} MiB in all since the real asks arrived "
         f"({memory['total_bytes'] / open_:,.0f} B per ask)"
     )
-    print(
-        f"target: replacements/s >= {TARGET_RATIO} x plain allocs/s: "
-        f"{best_rep['replacements_per_s']:,.0f} / {best_plain['allocs_per_s']:,.0f} = "
-        f"{ratio:.2f}x {'PASS' if ok else 'MISS'}"
+    run.target(
+        "replacements_vs_plain",
+        f"replacements/s ({best_rep['replacements_per_s']:,.0f}) / plain allocs/s "
+        f"({best_plain['allocs_per_s']:,.0f})",
+        ratio,
+        at_least=TARGET_RATIO,
+        fmt=".2f",
     )
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(
-        json.dumps(
-            {
-                "apps": n_apps,
-                "placeholders_per_app": per_app,
-                "nodes": n_nodes,
-                "repeat": args.repeat,
-                "placeholders_per_s": best_ph["placeholders_per_s"],
-                "replacements_per_s": best_rep["replacements_per_s"],
-                "plain_allocs_per_s": best_plain["allocs_per_s"],
-                "ratio": ratio,
-                "open_handshakes": memory,
-                "best_placeholder_run": best_ph,
-                "best_replacement_run": best_rep,
-                "best_plain_run": best_plain,
-                "targets": {"replacements_vs_plain": TARGET_RATIO},
-            },
-            indent=2,
-        )
+    return run.finish(
+        {
+            "apps": n_apps,
+            "placeholders_per_app": per_app,
+            "nodes": n_nodes,
+            "repeat": repeat,
+            "placeholders_per_s": best_ph["placeholders_per_s"],
+            "replacements_per_s": best_rep["replacements_per_s"],
+            "plain_allocs_per_s": best_plain["allocs_per_s"],
+            "ratio": ratio,
+            "open_handshakes": memory,
+            "best_placeholder_run": best_ph,
+            "best_replacement_run": best_rep,
+            "best_plain_run": best_plain,
+        }
     )
 
 
 if __name__ == "__main__":
     try:
-        asyncio.run(main())
+        sys.exit(asyncio.run(main()))
     except BenchError as exc:
         print(f"FAIL: {exc}", file=sys.stderr)
         raise SystemExit(1) from None

@@ -3,19 +3,24 @@
 Measures how fast ``RMProxy.update_allocation`` checks SI asks and turns them into the
 partition's typed ``AsksUpdated`` events (the partition ref is a counter, so only the proxy
 is measured), for requests of 1, 100 and 1,000 asks, and node requests of 100 nodes.
-Prints a table, compares against the target and writes JSON.
+Prints a table and writes bench/results/proxy.json.
 
-    python bench/bench_proxy.py [--asks 200000]
+Target: >= 300,000 asks/s into typed events (the best of the three request sizes).
+``--check`` exits 1 when it is missed.
+
+    python bench/bench_proxy.py [--asks 200000] [--repeat 3] [--quick] [--check] [--out FILE]
+
+``--quick`` is 2,000 asks (500 nodes), once.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
+import sys
 import time
-from pathlib import Path
 from typing import Any
 
+from _common import Run, add_arguments
 from scheduler import si
 from scheduler._proxy import RMProxy, RMRecord
 
@@ -103,42 +108,39 @@ def bench_nodes(total: int, per_request: int) -> dict[str, float]:
     }
 
 
-def main() -> None:
+def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--asks", type=int, default=200_000)
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "proxy.json"))
+    parser.add_argument("--asks", type=int)
+    parser.add_argument("--repeat", type=int)
+    add_arguments(parser)
     args = parser.parse_args()
     from loguru import logger
 
     logger.remove()
+    n_asks = args.asks or (2_000 if args.quick else 200_000)
+    repeat = args.repeat or (1 if args.quick else 3)
+    run = Run("proxy", args)
+    cases = [(f"asks, {per:,} per request", n_asks, per, bench_asks) for per in (1, 100, 1000)]
+    cases.append(("nodes, 100 per request", n_asks // 4, 100, bench_nodes))
+    progress = run.progress(len(cases) * repeat)
     results = []
-    for per in (1, 100, 1000):
-        runs = [bench_asks(args.asks, per) for _ in range(args.repeat)]
+    for label, total, per, bench in cases:
+        runs = []
+        for r in range(repeat):
+            with progress.step(f"{total:,} {label}, repeat {r + 1}/{repeat}") as step:
+                runs.append(bench(total, per))
+                step.result = f"{runs[-1]['items_per_s']:,.0f} items/s"
         results.append(max(runs, key=lambda r: r["items_per_s"]))
-    results.append(
-        max(
-            (bench_nodes(args.asks // 4, 100) for _ in range(args.repeat)),
-            key=lambda r: r["items_per_s"],
-        )
-    )
     print(f"{'kind':>6} {'per req':>8} {'items/s':>12} {'requests/s':>12}")
-    for r in results:
+    for res in results:
         print(
-            f"{r['kind']:>6} {r['per_request']:>8} {r['items_per_s']:>12,.0f} "
-            f"{r['requests_per_s']:>12,.0f}"
+            f"{res['kind']:>6} {res['per_request']:>8} {res['items_per_s']:>12,.0f} "
+            f"{res['requests_per_s']:>12,.0f}"
         )
     best = max(r["items_per_s"] for r in results if r["kind"] == "asks")
-    print(
-        f"target: >= {TARGET_ASKS_PER_S:,} asks/s into typed events: {best:,.0f} "
-        f"{'PASS' if best >= TARGET_ASKS_PER_S else 'MISS'}"
-    )
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(
-        json.dumps({"results": results, "target_asks_per_s": TARGET_ASKS_PER_S}, indent=2)
-    )
+    run.target("asks_per_s", "asks/s into typed events", best, at_least=TARGET_ASKS_PER_S)
+    return run.finish({"results": results})
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
