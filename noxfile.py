@@ -54,10 +54,17 @@ def types(session: nox.Session) -> None:
 
 @nox.session
 def bench(session: nox.Session) -> None:
-    """Benchmarks: print tables and write JSON into bench/results/."""
+    """Benchmarks: print tables and write JSON into bench/results/.
+
+    Positional arguments ending in ``.py`` pick the scripts (default: every bench_*.py); the
+    others go to each script: ``nox -s bench -- --check`` fails when a target is missed,
+    ``nox -s bench -- bench_gang.py --quick`` is a fast run of one.
+    """
     session.install("-e", ".")
-    for script in session.posargs or sorted(p.name for p in (ROOT / "bench").glob("bench_*.py")):
-        session.run("python", str(ROOT / "bench" / script))
+    scripts = [a for a in session.posargs if a.endswith(".py")]
+    args = [a for a in session.posargs if not a.endswith(".py")]
+    for script in scripts or sorted(p.name for p in (ROOT / "bench").glob("bench_*.py")):
+        session.run("python", str(ROOT / "bench" / script), *args)
 
 
 @nox.session
