@@ -71,7 +71,7 @@ async def main() -> None:
         )
         await core.settle()
 
-        print("--- where each application went")
+        print("--- where each application went (New: no asks yet)")
         for app_id, user, *_ in SUBMISSIONS:
             app = await core.get_application("default", app_id)
             where = app["queueName"] or "-"
