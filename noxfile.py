@@ -41,13 +41,13 @@ def contract(session: nox.Session) -> None:
 def lint(session: nox.Session) -> None:
     """ruff check and format check."""
     session.install("ruff")
-    session.run("ruff", "check", "src", "tests", "bench")
-    session.run("ruff", "format", "--check", "src", "tests", "bench")
+    session.run("ruff", "check", "src", "tests", "bench", "examples")
+    session.run("ruff", "format", "--check", "src", "tests", "bench", "examples")
 
 
 @nox.session
 def types(session: nox.Session) -> None:
-    """Strict mypy over src."""
+    """Strict mypy over src, tests and examples."""
     session.install("-e", ".[dev]")
     session.run("mypy")
 
