@@ -1,4 +1,4 @@
-"""One session per concern: tests, contract, lint, types, bench, demo."""
+"""One session per concern: tests, contract, lint, types, docs, bench, demo."""
 
 from __future__ import annotations
 
@@ -50,6 +50,13 @@ def types(session: nox.Session) -> None:
     """Strict mypy over src, tests and examples."""
     session.install("-e", ".[dev]")
     session.run("mypy")
+
+
+@nox.session
+def docs(session: nox.Session) -> None:
+    """The API reference and the guides in docs/, built into site/; a warning fails it."""
+    session.install("-e", ".[docs]", "ruff")  # ruff lays out the long signatures
+    session.run("mkdocs", "build", "--strict", *session.posargs)
 
 
 @nox.session

@@ -1,6 +1,6 @@
 """A cluster scheduler core (Apache YuniKorn's), as an asyncio actor system.
 
-Resource managers talk to it through the Scheduler Interface (``scheduler.si``)::
+Resource managers talk to it through the Scheduler Interface (``scheduler.si``):
 
     async with scheduler.start_scheduler() as core:
         await core.register_resource_manager(request, callback)

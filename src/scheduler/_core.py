@@ -44,7 +44,19 @@ class _Registration:
 
 
 class Core:
-    """The scheduler core, as ``start_scheduler()`` yields it. See the contract README."""
+    """The scheduler core, as ``start_scheduler()`` yields it.
+
+    An RM registers with ``register_resource_manager`` and then sends SI requests through
+    ``update_node``, ``update_application``, ``update_allocation`` and
+    ``update_configuration``; the outcomes come back through its callback. ``settle()``
+    waits until everything sent has been processed; the ``get_*`` queries and
+    ``state_dump()`` answer with JSON shaped like YuniKorn's REST API. The README's "Using
+    it in-process" shows it driven; ``docs/design.md`` says how it works inside.
+
+    Attributes:
+        system: the actor system every actor of the core runs on.
+        timeouts: the state timeouts in effect.
+    """
 
     def __init__(self, system: ActorSystem, *, timeouts: Timeouts | None = None) -> None:
         self.system = system
@@ -57,6 +69,7 @@ class Core:
 
     @property
     def clock(self) -> Clock:
+        """The clock every timeout of the core reads."""
         return self.system.clock
 
     # ====================================================================== registration

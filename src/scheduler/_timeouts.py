@@ -8,11 +8,19 @@ __all__ = ["Timeouts"]
 class Timeouts:
     """YuniKorn's defaults, in seconds; a test may shorten them."""
 
-    starting = 5 * 60.0  # Starting -> Running with a single allocation
-    completing = 30.0  # Completing -> Completed
-    terminated = 3 * 24 * 3600.0  # Completed / Failed / Rejected -> Expired
-    dynamic_queue = 10.0  # an empty dynamic queue is removed
-    reservation_delay = 2.0  # an ask that found no room may reserve a node after this
-    placeholder = 15 * 60.0  # gang placeholders, when the application does not say
-    handshake = 60.0  # a placeholder release waiting this long for the RM is reported overdue
-    outstanding = 1.0  # pending asks are inspected for an autoscaler at most this often
+    starting = 5 * 60.0
+    """Starting -> Running with a single allocation."""
+    completing = 30.0
+    """Completing -> Completed."""
+    terminated = 3 * 24 * 3600.0
+    """Completed / Failed / Rejected -> Expired."""
+    dynamic_queue = 10.0
+    """An empty dynamic queue is removed after this."""
+    reservation_delay = 2.0
+    """An ask that found no room may reserve a node after this."""
+    placeholder = 15 * 60.0
+    """Gang placeholders time out after this when the application does not say."""
+    handshake = 60.0
+    """A placeholder release waiting this long for the RM is reported overdue."""
+    outstanding = 1.0
+    """Pending asks are inspected for an autoscaler at most this often."""

@@ -1,6 +1,6 @@
 """The Scheduler Interface (SI) messages, enums and constants.
 
-Every protobuf message of the Scheduler Interface spec is a :class:`msgspec.Struct` here,
+Every protobuf message of the Scheduler Interface spec is a ``msgspec.Struct`` here,
 named as in the spec (``AllocationAsk``, ``NodeInfo``, ...). Two naming worlds meet:
 
 * **Python attributes** are the snake_case of the spec's field names: ``rmID`` is ``rm_id``,
@@ -17,19 +17,19 @@ Every field has its proto3 default: ``""``, ``0``, ``False``, an empty list or d
 ``None`` for a nested message, so ``AllocationAsk(allocation_key="a")`` is a valid message.
 All structs are keyword-only, mutable and compare by value.
 
-Enums are :class:`enum.IntEnum` with the spec's numbers and are encoded as integers. Those
+Enums are ``enum.IntEnum`` with the spec's numbers and are encoded as integers. Those
 the spec nests in a message are reachable both ways: ``NodeInfo.ActionFromRM`` is
 ``ActionFromRM``, ``UpdateContainerSchedulingStateRequest.SchedulingState`` is
 ``SchedulingState`` and ``EventRecord.Type`` is ``EventRecordType``.
 
 Quantities are plain integers: memory in bytes, ``vcore`` in milli-vcores. On the wire a
 quantity is the spec's ``int64``: decoding a document whose quantity does not fit raises
-:class:`msgspec.ValidationError`. Building a message in-process checks nothing (msgspec
+``msgspec.ValidationError``. Building a message in-process checks nothing (msgspec
 validates when it decodes); the core's RM proxy rejects a quantity that is negative or does
 not fit, however the message was made.
 
-Use :func:`encode_json` / :func:`decode_json` and :func:`encode_msgpack` /
-:func:`decode_msgpack` to cross the wire; their encoders and decoders are built once.
+Use ``encode_json`` / ``decode_json`` and ``encode_msgpack`` /
+``decode_msgpack`` to cross the wire; their encoders and decoders are built once.
 """
 
 from __future__ import annotations
@@ -169,6 +169,11 @@ class EventRecordType(enum.IntEnum):
 
 
 class RegisterResourceManagerRequest(_Message, kw_only=True):
+    """An RM registers: its id, version, policy group and queues configuration.
+
+    Registering an ``rm_id`` again drops all earlier state of that RM.
+    """
+
     rm_id: str = ""
     version: str = ""
     policy_group: str = ""
@@ -189,11 +194,13 @@ _Int64 = Annotated[int, msgspec.Meta(ge=-(1 << 63), le=(1 << 63) - 1)]
 
 
 class Quantity(_Message, kw_only=True):
+    """One quantity, the spec's ``int64``: memory in bytes, ``vcore`` in milli-vcores."""
+
     value: _Int64 = 0
 
 
 class Resource(_Message, kw_only=True):
-    """A sparse map of resource name to :class:`Quantity`."""
+    """A sparse map of resource name to ``Quantity``."""
 
     resources: dict[str, Quantity] = msgspec.field(default_factory=dict)
 
@@ -211,11 +218,19 @@ class Resource(_Message, kw_only=True):
 
 
 class PreemptionPolicy(_Message, kw_only=True):
+    """Whether an ask may be preempted (``allow_preempt_self``) or preempt others."""
+
     allow_preempt_self: bool = False
     allow_preempt_other: bool = False
 
 
 class AllocationAsk(_Message, kw_only=True):
+    """A request for ``max_allocations`` allocations of ``resource_ask`` each.
+
+    The RM and the scheduler track it by its ``allocation_key``; an ask with a key that exists
+    already updates that ask.
+    """
+
     allocation_key: str = ""
     application_id: str = ""
     partition_name: str = ""
@@ -231,11 +246,19 @@ class AllocationAsk(_Message, kw_only=True):
 
 
 class UserGroupInformation(_Message, kw_only=True):
+    """The user that owns an application and their groups."""
+
     user: str = ""
     groups: list[str] = msgspec.field(default_factory=list)
 
 
 class AddApplicationRequest(_Message, kw_only=True):
+    """A new application: its queue, partition, owner and tags.
+
+    A gang's application also carries its ``placeholder_ask`` and ``gang_scheduling_style``
+    (``Hard`` or ``Soft``: what happens when its placeholders time out).
+    """
+
     application_id: str = ""
     queue_name: str = ""
     partition_name: str = ""
@@ -247,6 +270,8 @@ class AddApplicationRequest(_Message, kw_only=True):
 
 
 class RemoveApplicationRequest(_Message, kw_only=True):
+    """An application the RM removes from a partition."""
+
     application_id: str = ""
     partition_name: str = ""
 
@@ -284,6 +309,8 @@ class AllocationRelease(_Message, kw_only=True):
 
 
 class AllocationAskRelease(_Message, kw_only=True):
+    """Release of asks: one ask (``allocation_key``) or every ask of an application."""
+
     partition_name: str = ""
     application_id: str = ""
     allocation_key: str = ""
@@ -292,6 +319,8 @@ class AllocationAskRelease(_Message, kw_only=True):
 
 
 class AllocationReleasesRequest(_Message, kw_only=True):
+    """The allocations and the asks an RM releases."""
+
     allocations_to_release: list[AllocationRelease] = msgspec.field(default_factory=list)
     allocation_asks_to_release: list[AllocationAskRelease] = msgspec.field(default_factory=list)
 
@@ -300,6 +329,8 @@ class AllocationReleasesRequest(_Message, kw_only=True):
 
 
 class NodeInfo(_Message, kw_only=True):
+    """A node the RM creates, updates or drains: attributes, resources, existing allocations."""
+
     class ActionFromRM(enum.IntEnum):
         """What the RM asks the scheduler to do with a node."""
 
@@ -319,24 +350,31 @@ class NodeInfo(_Message, kw_only=True):
 
 
 ActionFromRM = NodeInfo.ActionFromRM
+"""``NodeInfo.ActionFromRM``, at module level."""
 
 
 # --------------------------------------------------------------------------- RM requests
 
 
 class AllocationRequest(_Message, kw_only=True):
+    """An RM's asks and releases."""
+
     asks: list[AllocationAsk] = msgspec.field(default_factory=list)
     releases: AllocationReleasesRequest | None = None
     rm_id: str = ""
 
 
 class ApplicationRequest(_Message, kw_only=True):
+    """Applications an RM adds and removes."""
+
     new: list[AddApplicationRequest] = msgspec.field(default_factory=list)
     remove: list[RemoveApplicationRequest] = msgspec.field(default_factory=list)
     rm_id: str = ""
 
 
 class NodeRequest(_Message, kw_only=True):
+    """Nodes an RM creates, updates or drains."""
+
     nodes: list[NodeInfo] = msgspec.field(default_factory=list)
     rm_id: str = ""
 
@@ -345,12 +383,16 @@ class NodeRequest(_Message, kw_only=True):
 
 
 class RejectedAllocationAsk(_Message, kw_only=True):
+    """An ask the scheduler rejected, with a human-readable reason."""
+
     allocation_key: str = ""
     application_id: str = ""
     reason: str = ""
 
 
 class UpdatedApplication(_Message, kw_only=True):
+    """An application's new state, the time of the transition and a message."""
+
     application_id: str = ""
     state: str = ""
     state_transition_timestamp: int = 0
@@ -358,24 +400,34 @@ class UpdatedApplication(_Message, kw_only=True):
 
 
 class RejectedApplication(_Message, kw_only=True):
+    """An application the scheduler rejected, with a human-readable reason."""
+
     application_id: str = ""
     reason: str = ""
 
 
 class AcceptedApplication(_Message, kw_only=True):
+    """An application the scheduler accepted."""
+
     application_id: str = ""
 
 
 class RejectedNode(_Message, kw_only=True):
+    """A node the scheduler rejected, with a human-readable reason."""
+
     node_id: str = ""
     reason: str = ""
 
 
 class AcceptedNode(_Message, kw_only=True):
+    """A node the scheduler accepted."""
+
     node_id: str = ""
 
 
 class AllocationResponse(_Message, kw_only=True):
+    """Scheduler to RM: new allocations, released allocations and asks, rejected asks."""
+
     new: list[Allocation] = msgspec.field(default_factory=list)
     released: list[AllocationRelease] = msgspec.field(default_factory=list)
     released_asks: list[AllocationAskRelease] = msgspec.field(default_factory=list)
@@ -383,12 +435,16 @@ class AllocationResponse(_Message, kw_only=True):
 
 
 class ApplicationResponse(_Message, kw_only=True):
+    """Scheduler to RM: rejected, accepted and updated applications."""
+
     rejected: list[RejectedApplication] = msgspec.field(default_factory=list)
     accepted: list[AcceptedApplication] = msgspec.field(default_factory=list)
     updated: list[UpdatedApplication] = msgspec.field(default_factory=list)
 
 
 class NodeResponse(_Message, kw_only=True):
+    """Scheduler to RM: rejected and accepted nodes."""
+
     rejected: list[RejectedNode] = msgspec.field(default_factory=list)
     accepted: list[AcceptedNode] = msgspec.field(default_factory=list)
 
@@ -397,12 +453,16 @@ class NodeResponse(_Message, kw_only=True):
 
 
 class PredicatesArgs(_Message, kw_only=True):
+    """A predicates check of the scheduler plugin: an ask on a node, to allocate or reserve."""
+
     allocation_key: str = ""
     node_id: str = ""
     allocate: bool = False
 
 
 class UpdateContainerSchedulingStateRequest(_Message, kw_only=True):
+    """Where the scheduler is with an ask, told to the RM (an autoscaler may act on ``FAILED``)."""
+
     class SchedulingState(enum.IntEnum):
         """Where the scheduler is with a container (an ask)."""
 
@@ -420,10 +480,14 @@ class UpdateContainerSchedulingStateRequest(_Message, kw_only=True):
 
 
 SchedulingState = UpdateContainerSchedulingStateRequest.SchedulingState
+"""``UpdateContainerSchedulingStateRequest.SchedulingState``, at module level."""
 
 
 class UpdateConfigurationRequest(_Message, kw_only=True):
-    """Field 1 (``configs``) is reserved by the spec and not present."""
+    """An RM replaces its queues configuration.
+
+    Field 1 (``configs``) is reserved by the spec and not present.
+    """
 
     rm_id: str = ""
     policy_group: str = ""
@@ -432,6 +496,8 @@ class UpdateConfigurationRequest(_Message, kw_only=True):
 
 
 class EventRecord(_Message, kw_only=True):
+    """An event about a scheduler object (an ask, application, node or queue) sent to the RM."""
+
     # The spec nests this enum as ``EventRecord.Type``. It is defined at module level as
     # ``EventRecordType`` (so it reprs as such); this alias serves attribute access, e.g.
     # ``EventRecord.Type.APP`` (type checkers accept it as a value, not as an annotation).
@@ -497,8 +563,8 @@ def encode_json(msg: object) -> bytes:
 
 
 def decode_json(data: bytes | bytearray | memoryview | str, type: type[_T]) -> _T:
-    """Decode JSON ``data`` as ``type``; raises :class:`msgspec.ValidationError` or
-    :class:`msgspec.DecodeError` on a malformed document."""
+    """Decode JSON ``data`` as ``type``; raises ``msgspec.ValidationError`` or
+    ``msgspec.DecodeError`` on a malformed document."""
     decoder = _JSON_DECODERS.get(type)
     if decoder is None:
         decoder = _JSON_DECODERS[type] = msgspec.json.Decoder(type)
@@ -512,7 +578,7 @@ def encode_msgpack(msg: object) -> bytes:
 
 
 def decode_msgpack(data: bytes | bytearray | memoryview, type: type[_T]) -> _T:
-    """Decode MessagePack ``data`` as ``type``; raises like :func:`decode_json`."""
+    """Decode MessagePack ``data`` as ``type``; raises like ``decode_json``."""
     decoder = _MSGPACK_DECODERS.get(type)
     if decoder is None:
         decoder = _MSGPACK_DECODERS[type] = msgspec.msgpack.Decoder(type)

@@ -21,7 +21,7 @@ class ErrorWatch:
 
     The runtime logs each failed actor handler, timer or hook at ERROR (with its traceback)
     and goes on; so does the RM proxy for a callback that raised. A test that opens a watch
-    and checks it afterwards cannot pass over a crash that the core survived::
+    and checks it afterwards cannot pass over a crash that the core survived:
 
         with ErrorWatch() as errors:
             ...  # drive the core
