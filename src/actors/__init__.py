@@ -5,6 +5,8 @@ It knows nothing about scheduling. See docs/actors.md for a guide.
 
 from __future__ import annotations
 
+from loguru import logger as _logger
+
 from ._actor import Actor, ActorRef, MailboxStats
 from ._clock import Clock, ManualClock, SystemClock
 from ._dispatcher import Dispatcher
@@ -12,6 +14,8 @@ from ._errors import ActorDeadError, AskTimeoutError, DeadlineExceeded
 from ._system import ActorSystem
 from ._timers import TimerHandle
 from ._turns import Promise
+
+_logger.disable("actors")  # a library stays quiet unless the application enables it
 
 __all__ = [
     "Actor",

@@ -7,16 +7,31 @@ Resource managers talk to it through the Scheduler Interface (``scheduler.si``):
         await core.update_node(...); await core.settle()
 
 The public surface is this module, ``scheduler.si`` and ``scheduler.testing``.
+
+The library logs through loguru and is silent until the application turns it on:
+``logger.enable("scheduler")`` (and ``logger.enable("actors")`` for the runtime).
 """
 
 from __future__ import annotations
 
+from importlib import metadata as _metadata
+
+from loguru import logger as _logger
+
 from scheduler._callback import ResourceManagerCallback
 from scheduler._core import Core, start_scheduler
-from scheduler._errors import NotFoundError, SchedulerError
+from scheduler._errors import ConfigError, NotFoundError, SchedulerError
 from scheduler._timeouts import Timeouts
 
+_logger.disable("scheduler")  # a library adds no sinks and stays quiet unless enabled
+
+try:
+    __version__ = _metadata.version("pyscheduler-core")
+except _metadata.PackageNotFoundError:  # a source tree that was never installed
+    __version__ = "0+unknown"
+
 __all__ = [
+    "ConfigError",
     "Core",
     "NotFoundError",
     "ResourceManagerCallback",

@@ -1,53 +1,309 @@
-"""The ``scheduler`` command line: the CLI owns the terminal and the log sinks."""
+"""The ``scheduler`` command line (typer for options and help, rich for tables and progress).
+
+The CLI owns the terminal and the log sinks: the library is silent until ``-v`` or
+``--log-level`` (accepted before or after the command) turns its loggers on.
+"""
 
 from __future__ import annotations
 
-import argparse
 import asyncio
+import contextlib
+import os
 import sys
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Iterator, Sequence
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any, Final
 
+import typer
 from loguru import logger
+from rich import box
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+from rich.text import Text
 
-from scheduler import si
-from scheduler._core import Core, start_scheduler
-from scheduler.testing import ManualClock, RecordingCallback
+import scheduler
+from scheduler._config_check import CheckResult, check_config
+from scheduler._demo import Report, Section, demo_steps, run_demo
 
-__all__ = ["main"]
+__all__ = ["app", "main"]
 
-RM = "demo-rm"
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="scheduler", description=__doc__)
-    parser.add_argument("-v", "--verbose", action="store_true", help="log to stderr")
-    sub = parser.add_subparsers(dest="command", required=True)
-    demo = sub.add_parser("demo", help="run a short in-process scenario and print what happened")
-    demo.add_argument("--nodes", type=int, default=3, help="nodes to register (default 3)")
-    demo.add_argument("--tasks", type=int, default=4, help="asks per application (default 4)")
-    args = parser.parse_args(argv)
-    logger.remove()
-    if args.verbose:
-        logger.add(sys.stderr, level="DEBUG")
-    if args.command == "demo":
-        asyncio.run(run_demo(nodes=args.nodes, tasks=args.tasks, out=sys.stdout))
-    return 0
+PIPE_WIDTH: Final = 240  # columns when stdout is not a terminal: tables stay on one line
+LARGE_RUN: Final = 1_000  # nodes from which the demo shows progress on a terminal
+_LOGGERS: Final = ("scheduler", "actors")
 
 
-def table(title: str, header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    """A plain-text table with a title line, aligned columns and a rule under the header."""
-    cells = [[str(c) for c in header], *[[_cell(c) for c in row] for row in rows]]
-    widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
-    lines = [
-        title,
-        "  ".join(h.ljust(w) for h, w in zip(cells[0], widths, strict=True)),
-        "  ".join("-" * w for w in widths),
-    ]
-    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in cells[1:]]
-    if not rows:
-        lines.append("(none)")
-    return "\n".join(lines) + "\n"
+class LogLevel(StrEnum):
+    TRACE = "TRACE"
+    DEBUG = "DEBUG"
+    INFO = "INFO"
+    SUCCESS = "SUCCESS"
+    WARNING = "WARNING"
+    ERROR = "ERROR"
+    CRITICAL = "CRITICAL"
+
+
+class _LogSinks:
+    """The one stderr sink the CLI adds, when asked to log; removed when ``main`` returns."""
+
+    def __init__(self) -> None:
+        self.sink_id: int | None = None
+
+    def configure(self, verbose: bool, level: LogLevel | None) -> None:
+        if not verbose and level is None:
+            return
+        self.close()
+        for name in _LOGGERS:
+            logger.enable(name)
+        self.sink_id = logger.add(sys.stderr, level=str(level or LogLevel.DEBUG), format=_fmt)
+
+    def close(self) -> None:
+        if self.sink_id is not None:
+            with contextlib.suppress(ValueError):
+                logger.remove(self.sink_id)
+            self.sink_id = None
+
+
+def _fmt(record: Any) -> str:
+    extra = " <dim>{extra}</dim>" if record["extra"] else ""
+    return (
+        "<green>{time:HH:mm:ss.SSS}</green> <level>{level: <8}</level> "
+        "<cyan>{name}</cyan> {message}" + extra + "\n{exception}"
+    )
+
+
+Verbose = Annotated[
+    bool,
+    typer.Option(
+        "--verbose", "-v", help="Log what the core does to stderr (from DEBUG unless --log-level)."
+    ),
+]
+Level = Annotated[
+    LogLevel | None,
+    typer.Option(
+        "--log-level",
+        metavar="LEVEL",
+        case_sensitive=False,
+        help="Log to stderr from LEVEL up: TRACE, DEBUG, INFO, SUCCESS, WARNING, ERROR, CRITICAL.",
+        show_default=False,
+    ),
+]
+
+app = typer.Typer(
+    name="scheduler",
+    help="Apache YuniKorn's scheduler core in Python: check a queues.yaml, or watch a demo run.",
+    epilog="-v and --log-level work before or after the command. The library logs nothing "
+    "unless one of them is given.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,  # plain click help and errors: readable in a pipe and a terminal
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def _show_version(value: bool) -> None:
+    if value:
+        typer.echo(f"scheduler (pyscheduler-core) {scheduler.__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    ctx: typer.Context,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_show_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
+    verbose: Verbose = False,
+    log_level: Level = None,
+) -> None:
+    _sinks(ctx).configure(verbose, log_level)
+
+
+def _sinks(ctx: typer.Context) -> _LogSinks:
+    if not isinstance(ctx.obj, _LogSinks):
+        ctx.obj = _LogSinks()
+    return ctx.obj
+
+
+# ============================================================================ check-config
+@app.command("check-config", short_help="Validate a queues.yaml and list its problems.")
+def check_config_command(
+    ctx: typer.Context,
+    file: Annotated[
+        Path,
+        typer.Argument(
+            metavar="FILE",
+            help="The queues.yaml to check; '-' reads standard input.",
+            show_default=False,
+        ),
+    ],
+    verbose: Verbose = False,
+    log_level: Level = None,
+) -> None:
+    """Check a queues.yaml as the core would; print each problem with its line and column.
+
+    Exit status: 0 when the file is valid, 1 when it has problems, 2 when it cannot be read.
+    """
+    _sinks(ctx).configure(verbose, log_level)
+    text = _read(file)
+    result = check_config(text)
+    out = _console()
+    name = "<stdin>" if str(file) == "-" else str(file)
+    with _quiet_on_closed_pipe():
+        if result.problems:
+            _print_problems(out, name, result)
+            raise typer.Exit(1)
+        _print_summary(out, name, result)
+
+
+def _read(file: Path) -> str:
+    try:
+        return sys.stdin.read() if str(file) == "-" else file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        typer.echo(f"scheduler check-config: cannot read {str(file)!r}: {reason}", err=True)
+        raise typer.Exit(2) from None
+
+
+def _print_problems(out: Console, name: str, result: CheckResult) -> None:
+    for p in result.problems:
+        where = f"{name}:{p.line}:{p.column}" if p.line else name
+        out.print(f"{where}: {p.message}", soft_wrap=True)
+    out.print(
+        f"{_plural(len(result.problems), 'problem')} in {name} "
+        "(each partition is checked up to its first problem)",
+        soft_wrap=True,
+    )
+
+
+def _print_summary(out: Console, name: str, result: CheckResult) -> None:
+    what = "empty: the core uses its built-in default configuration; " if result.default else ""
+    out.print(
+        f"{name} is valid: {what}{_plural(len(result.partitions), 'partition')}, "
+        f"{_plural(result.queues(), 'queue')}",
+        soft_wrap=True,
+    )
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, header_style="bold")
+    for column in ("partition", "queues", "placement rules", "node sort policy"):
+        table.add_column(column)
+    for p in result.partitions:
+        rules = ", ".join(r.name for r in p.placement_rules) or "-"
+        table.add_row(p.name, str(_count_queues(p)), rules, p.node_sort_policy.type or "fair")
+    out.print(table)
+
+
+def _count_queues(partition: Any) -> int:
+    return CheckResult(partitions=[partition]).queues()
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count:,} {word}{'' if count == 1 else 's'}"
+
+
+# ============================================================================ demo
+@app.command(short_help="Run a demo scenario and print the core's state.")
+def demo(
+    ctx: typer.Context,
+    nodes: Annotated[
+        int,
+        typer.Option(
+            min=1, metavar="N", help="Nodes to register, each with 8,000 memory and 4 vcores."
+        ),
+    ] = 3,
+    tasks: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            metavar="N",
+            help="Tasks per application: the gang's placeholders and real tasks, and the "
+            "plain application's asks.",
+        ),
+    ] = 4,
+    max_rows: Annotated[
+        int,
+        typer.Option(
+            min=0,
+            metavar="N",
+            help="Rows shown per table; the others are counted. 0 shows every row.",
+        ),
+    ] = 20,
+    progress: Annotated[
+        bool | None,
+        typer.Option(
+            "--progress/--no-progress",
+            help=f"A progress bar on stderr. Default: on for {LARGE_RUN:,} nodes or more when "
+            "stderr is a terminal.",
+            show_default=False,
+        ),
+    ] = None,
+    verbose: Verbose = False,
+    log_level: Level = None,
+) -> None:
+    """Run a short scenario in-process on a manual clock and print what happened.
+
+    Nodes, a gang application whose placeholders real tasks replace, and a plain
+    application, in two dynamic queues; the core's state is printed as tables at three
+    moments.
+    """
+    _sinks(ctx).configure(verbose, log_level)
+    out = _console()
+    err = Console(stderr=True)
+    show = progress if progress is not None else (nodes >= LARGE_RUN and err.is_terminal)
+    bar = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        disable=not show,
+    )
+    step = bar.add_task("starting", total=demo_steps(nodes))
+
+    def advance(description: str) -> None:
+        bar.update(step, advance=1, description=description)
+
+    with _quiet_on_closed_pipe(), bar:
+        asyncio.run(
+            run_demo(
+                nodes=nodes,
+                tasks=tasks,
+                on_report=lambda report: _print_report(out, report, max_rows),
+                on_step=advance,
+            )
+        )
+
+
+def _print_report(out: Console, report: Report, max_rows: int) -> None:
+    out.print(Text(f"== {report.moment} ==", style="bold"))
+    for section in report.sections:
+        out.print(_table(section, max_rows))
+        out.print()
+
+
+def _table(section: Section, max_rows: int) -> Table:
+    table = Table(
+        title=section.title,
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        pad_edge=False,
+        header_style="bold",
+    )
+    for column in section.header:
+        table.add_column(column)
+    shown = section.rows if max_rows == 0 else section.rows[:max_rows]
+    for row in shown:
+        table.add_row(*(_cell(c) for c in row))
+    if not section.rows:
+        table.add_row("(none)")
+    elif len(shown) < len(section.rows):
+        table.add_row(Text(f"… and {len(section.rows) - len(shown):,} more", style="dim"))
+    return table
 
 
 def _cell(value: Any) -> str:
@@ -56,190 +312,52 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
-async def run_demo(*, nodes: int, tasks: int, out: Any) -> None:
-    """Nodes, a gang and a plain application in two dynamic queues: the gang's placeholders,
-    their replacement by real tasks through the release handshake, a release, completion."""
-    clock = ManualClock()
-    rm = RecordingCallback()
-    async with start_scheduler(clock=clock) as core:
-        await core.register_resource_manager(
-            si.RegisterResourceManagerRequest(rm_id=RM, policy_group="default", version="demo"), rm
-        )
-        await core.update_node(
-            si.NodeRequest(
-                rm_id=RM,
-                nodes=[
-                    si.NodeInfo(
-                        node_id=f"node-{i}",
-                        action=si.ActionFromRM.CREATE,
-                        schedulable_resource=si.Resource.of(memory=8_000, vcore=4_000),
-                    )
-                    for i in range(1, nodes + 1)
-                ],
-            )
-        )
-        await core.update_application(
-            si.ApplicationRequest(
-                rm_id=RM,
-                new=[
-                    si.AddApplicationRequest(
-                        application_id="spark-etl",
-                        queue_name="root.batch",
-                        ugi=si.UserGroupInformation(user="demo"),
-                        placeholder_ask=si.Resource.of(memory=1_000 * tasks, vcore=500 * tasks),
-                        gang_scheduling_style="Soft",
-                    ),
-                    si.AddApplicationRequest(
-                        application_id="web-api",
-                        queue_name="root.service",
-                        ugi=si.UserGroupInformation(user="demo"),
-                    ),
-                ],
-            )
-        )
-        await core.update_allocation(
-            si.AllocationRequest(
-                rm_id=RM,
-                asks=[
-                    *_asks("spark-etl", "placeholder", tasks, placeholder=True),
-                    *_asks("web-api", "task", tasks, placeholder=False),
-                ],
-            )
-        )
-        await core.settle()
-        out.write(await _report(core, rm, "after placing the gang's placeholders"))
-        await core.update_allocation(
-            si.AllocationRequest(
-                rm_id=RM, asks=_asks("spark-etl", "task", tasks, placeholder=False)
-            )
-        )
-        await core.settle()
-        # The core released each placeholder for a real task; the RM confirms.
-        replaced = [
-            r for r in rm.released if r.termination_type == si.TerminationType.PLACEHOLDER_REPLACED
-        ]
-        await core.update_allocation(
-            si.AllocationRequest(
-                rm_id=RM,
-                releases=si.AllocationReleasesRequest(allocations_to_release=replaced),
-            )
-        )
-        await core.settle()
-        out.write(await _report(core, rm, "after the real tasks replaced the placeholders"))
-        done = [a for a in rm.allocations if a.application_id == "spark-etl" and not a.placeholder]
-        await core.update_allocation(
-            si.AllocationRequest(
-                rm_id=RM,
-                releases=si.AllocationReleasesRequest(
-                    allocations_to_release=[
-                        si.AllocationRelease(
-                            application_id="spark-etl",
-                            uuid=a.uuid,
-                            termination_type=si.TerminationType.STOPPED_BY_RM,
-                        )
-                        for a in done
-                    ]
-                ),
-            )
-        )
-        await core.settle()
-        await clock.advance(31)
-        out.write(await _report(core, rm, "after spark-etl finished (31 s later)"))
+# ============================================================================ terminal
+def _console() -> Console:
+    """Standard output; wide when it is not a terminal, so piped tables keep one line a row."""
+    width = None if sys.stdout.isatty() else PIPE_WIDTH
+    return Console(width=width, markup=False, highlight=False, emoji=False)
 
 
-def _asks(app: str, kind: str, n: int, *, placeholder: bool) -> list[si.AllocationAsk]:
-    group = "executors" if app == "spark-etl" else ""
-    return [
-        si.AllocationAsk(
-            allocation_key=f"{app}-{kind}-{i}",
-            application_id=app,
-            resource_ask=si.Resource.of(memory=1_000, vcore=500),
-            max_allocations=1,
-            task_group_name=group,
-            placeholder=placeholder,
-        )
-        for i in range(n)
-    ]
+@contextlib.contextmanager
+def _quiet_on_closed_pipe() -> Iterator[None]:
+    try:
+        yield
+    except BrokenPipeError:
+        raise typer.Exit(_stdout_closed()) from None
 
 
-async def _report(core: Core, rm: RecordingCallback, moment: str) -> str:
-    dump = await core.state_dump()
-    node_rows, app_rows, alloc_rows, queue_rows, gang_rows = [], [], [], [], []
-    for part in dump["partitions"]:
-        for n in part["nodes"]:
-            node_rows.append(
-                (n["nodeID"], n["capacity"], n["allocated"], n["available"], len(n["allocations"]))
-            )
-        for a in [*part["applications"], *part["terminatedApplications"]]:
-            app_rows.append(
-                (
-                    a["applicationID"],
-                    a["queueName"],
-                    a["applicationState"],
-                    a["usedResource"],
-                    a["pendingResource"],
-                    len(a["allocations"]),
-                )
-            )
-            alloc_rows += [
-                (
-                    al["allocationKey"],
-                    al["applicationId"],
-                    al["nodeId"],
-                    al["resource"],
-                    "yes" if al["placeholder"] else "",
-                )
-                for al in a["allocations"]
-            ]
-            gang_rows += [
-                (a["applicationID"], g["taskGroupName"], g["count"], g["replaced"], g["timedout"])
-                for g in a["placeholderData"]
-            ]
-        stack = [part["queues"]]
-        while stack:
-            q = stack.pop()
-            queue_rows.append(
-                (
-                    q["queuename"],
-                    q["status"],
-                    q["maxResource"],
-                    q["allocatedResource"],
-                    q["pendingResource"],
-                )
-            )
-            stack.extend(reversed(q["children"]))
-    states = {a: " -> ".join(rm.app_states(a)) for a in ("spark-etl", "web-api")}
-    return (
-        "\n".join(
-            [
-                f"== {moment} ==\n",
-                table(
-                    "Nodes",
-                    ("node", "capacity", "allocated", "available", "allocations"),
-                    node_rows,
-                ),
-                table(
-                    "Applications",
-                    ("application", "queue", "state", "used", "pending", "allocations"),
-                    app_rows,
-                ),
-                table(
-                    "Allocations",
-                    ("ask", "application", "node", "resource", "placeholder"),
-                    alloc_rows,
-                ),
-                table(
-                    "Placeholders",
-                    ("application", "task group", "count", "replaced", "timed out"),
-                    gang_rows,
-                ),
-                table("Queues", ("queue", "status", "max", "allocated", "pending"), queue_rows),
-                table(
-                    "Application states reported to the RM",
-                    ("application", "states"),
-                    sorted(states.items()),
-                ),
-            ]
-        )
-        + "\n"
-    )
+def _stdout_closed() -> int:
+    """The reader of stdout went away (``scheduler demo | head``). As the ``signal`` module's
+    note on SIGPIPE does: send the rest of stdout to devnull, so that the flush at exit does
+    not fail too, and exit with status 1."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    return 1
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``scheduler`` command line with ``argv`` (default: ``sys.argv[1:]``).
+
+    Returns the exit status: 0 on success, 1 on a problem found (or a closed pipe), 2 on a
+    usage error. A user's mistake gets a message, never a traceback.
+    """
+    with contextlib.suppress(ValueError):
+        logger.remove(0)  # loguru's default sink: the CLI adds its own when asked to log
+    sinks = _LogSinks()
+    command = typer.main.get_command(app)
+    try:
+        command.main(list(argv) if argv is not None else None, "scheduler", obj=sinks)
+        code: int | str | None = 0  # standalone mode always exits; this is for the checker
+    except SystemExit as exc:  # typer's standalone mode: usage errors shown, status set
+        code = exc.code
+    finally:
+        sinks.close()
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        return _stdout_closed()
+    if isinstance(code, str):  # sys.exit("message"): shown on stderr, status 1
+        typer.echo(code, err=True)
+        return 1
+    return code or 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -30,6 +31,25 @@ _CALLBACK_METHODS = (
     "send_event",
     "update_container_scheduling_state",
 )
+
+
+def _check_callback(callback: object) -> None:
+    """Refuse what cannot be called back: a class instead of an instance, or an object
+    without the contract's coroutine methods (YuniKorn's RM takes an object, never a type)."""
+    if isinstance(callback, type):
+        name = callback.__qualname__
+        raise SchedulerError(
+            f"the callback is the class {name}, not an instance: pass {name}(), not {name}"
+        )
+    missing = [
+        m for m in _CALLBACK_METHODS if not inspect.iscoroutinefunction(getattr(callback, m, None))
+    ]
+    if missing:
+        raise SchedulerError(
+            f"the callback {type(callback).__qualname__} lacks the coroutine methods "
+            f"{', '.join(missing)}: subclass scheduler.ResourceManagerCallback and override "
+            "what you need with 'async def'"
+        )
 
 
 class _Registration:
@@ -79,17 +99,16 @@ class Core:
         """Register an RM; registering an ``rm_id`` again drops all state of that RM.
 
         Raises:
-            SchedulerError: malformed request, a callback without the SI methods, invalid
-                configuration, or a partition another RM already owns.
+            SchedulerError: malformed request, a callback that is a class or lacks the SI
+                coroutine methods, invalid configuration, or a partition another RM already
+                owns.
         """
         if type(request) is not si.RegisterResourceManagerRequest:
             raise SchedulerError(
                 f"expected si.RegisterResourceManagerRequest, got {type(request).__name__}"
             )
         rm_id = check_rm_id(request.rm_id)
-        missing = [m for m in _CALLBACK_METHODS if not callable(getattr(callback, m, None))]
-        if missing:
-            raise SchedulerError(f"callback lacks {', '.join(missing)}")
+        _check_callback(callback)
         config = parse_config(_config_text(request.config))
         for other, reg in self._registrations.items():
             if other == rm_id:

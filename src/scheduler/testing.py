@@ -51,7 +51,7 @@ class ErrorWatch:
         tb: TracebackType | None,
     ) -> None:
         if self._sink_id is not None:
-            with contextlib.suppress(ValueError):  # a CLI run under the watch removed every sink
+            with contextlib.suppress(ValueError):  # code under the watch called logger.remove()
                 logger.remove(self._sink_id)
             self._sink_id = None
 

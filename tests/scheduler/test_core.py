@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+from importlib import metadata
 
 import pytest
 
@@ -26,6 +27,60 @@ async def test_public_surface_matches_the_documented_names() -> None:
     from scheduler import testing
 
     assert set(testing.__all__) >= {"ManualClock"}
+
+
+async def test_config_error_and_version_are_public() -> None:
+    assert "ConfigError" in scheduler.__all__
+    assert issubclass(scheduler.ConfigError, scheduler.SchedulerError)
+    assert scheduler.__version__ == metadata.version("pyscheduler-core")
+
+
+async def test_invalid_config_raises_the_public_config_error(core: scheduler.Core) -> None:
+    with pytest.raises(scheduler.ConfigError, match=r"line 1, column"):
+        await core.register_resource_manager(
+            si.RegisterResourceManagerRequest(rm_id="rm", config="partitions: [{nme: x}]"),
+            RecordingCallback(),
+        )
+
+
+async def test_a_callback_class_instead_of_an_instance_is_refused(core: scheduler.Core) -> None:
+    with pytest.raises(scheduler.SchedulerError, match=r"pass RecordingCallback\(\), not"):
+        await core.register_resource_manager(
+            si.RegisterResourceManagerRequest(rm_id="rm"),
+            RecordingCallback,  # type: ignore[arg-type]
+        )
+    assert await core.get_partitions() == []  # nothing was registered
+
+
+async def test_a_callback_without_coroutine_methods_is_refused(core: scheduler.Core) -> None:
+    class Sync:
+        def update_allocation(self, response: si.AllocationResponse) -> None: ...
+
+    with pytest.raises(scheduler.SchedulerError, match=r"Sync lacks .*update_allocation"):
+        await core.register_resource_manager(
+            si.RegisterResourceManagerRequest(rm_id="rm"),
+            Sync(),  # type: ignore[arg-type]
+        )
+
+
+async def test_a_duck_typed_callback_instance_is_accepted(core: scheduler.Core) -> None:
+    class Duck:
+        async def update_allocation(self, response: si.AllocationResponse) -> None: ...
+        async def update_application(self, response: si.ApplicationResponse) -> None: ...
+        async def update_node(self, response: si.NodeResponse) -> None: ...
+        async def predicates(self, args: si.PredicatesArgs) -> bool:
+            return True
+
+        async def send_event(self, events: list[si.EventRecord]) -> None: ...
+        async def update_container_scheduling_state(
+            self, request: si.UpdateContainerSchedulingStateRequest
+        ) -> None: ...
+
+    await core.register_resource_manager(
+        si.RegisterResourceManagerRequest(rm_id="rm"),
+        Duck(),  # type: ignore[arg-type]
+    )
+    assert [p["name"] for p in await core.get_partitions()] == ["default"]
 
 
 async def test_register_with_invalid_config_raises(core: scheduler.Core) -> None:
