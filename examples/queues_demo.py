@@ -22,7 +22,7 @@ SUBMISSIONS = [
     ("billing", "alice", [], "root.prod", {}),  # rule 1: the queue it names
     ("etl", "dave", ["developers"], "", {"namespace": "analytics"}),  # rule 2: its namespace
     ("notebook", "erin", ["developers"], "", {}),  # rule 3: a queue of its user's own
-    ("intruder", "mallory", [], "root.prod", {}),  # no ACL on its way lets mallory in
+    ("intruder", "mallory", [], "root.prod", {}),  # no rule names a queue whose ACLs let mallory in
 ]
 
 

@@ -49,7 +49,8 @@ EXPECTED: dict[str, list[str]] = {
         "'minResource': {'memory': 2147483648, 'vcore': 1000}, 'replaced': 3, 'timedout': 0}",
     ],
     "queues_demo.py": [
-        "REJECTED: intruder: user 'mallory' may not submit to queue root.prod",
+        "REJECTED: intruder: failed to place application intruder: "
+        "application rejected: no placement rule matched",
         "billing (alice): New in root.prod",
         "etl (dave): New in root.namespaces.analytics",
         "notebook (erin): New in root.users.erin",
