@@ -167,10 +167,10 @@ SortPolicyName = Literal["fifo", "fair", "stateaware"]
 _APP_SORT_POLICIES: Final = frozenset({"fifo", "fair", "stateaware"})
 _DEFAULT_RESOURCE_WEIGHTS: Final = {"vcore": 1.0, "memory": 1.0}
 
-_QUEUE_NAME_RE: Final = re.compile(r"[a-zA-Z0-9_-]{1,64}")
-_USER_RE: Final = re.compile(r"[_a-zA-Z][a-zA-Z0-9_.@-]*[$]?")
-_GROUP_RE: Final = re.compile(r"[_a-zA-Z][a-zA-Z0-9_-]*")
-_SPECIAL_RE: Final = re.compile(r"[\^$*+?()\[{}|]")
+QUEUE_NAME_RE: Final = re.compile(r"[a-zA-Z0-9_-]{1,64}")
+USER_NAME_RE: Final = re.compile(r"[_a-zA-Z][a-zA-Z0-9_.@-]*[$]?")
+GROUP_NAME_RE: Final = re.compile(r"[_a-zA-Z][a-zA-Z0-9_-]*")
+SPECIAL_RE: Final = re.compile(r"[\^$*+?()\[{}|]")
 _RULE_NAME_RE: Final = re.compile(r"[_a-zA-Z][a-zA-Z0-9_]*")
 
 
@@ -468,7 +468,7 @@ class _Parser:
         m = _mapping(node, path, _QUEUE_KEYS)
         raw_name = _str(m.get("name"), _join(path, "name"))
         is_root = parent_path is None
-        if not is_root and not _QUEUE_NAME_RE.fullmatch(raw_name):
+        if not is_root and not QUEUE_NAME_RE.fullmatch(raw_name):
             raise _fail(
                 _join(path, "name"),
                 m.get("name", node),
@@ -727,7 +727,7 @@ class _Parser:
         if name == "fixed":
             parts = value.split(".")
             for part in parts:
-                if not _QUEUE_NAME_RE.fullmatch(part):
+                if not QUEUE_NAME_RE.fullmatch(part):
                     raise _fail(
                         _join(path, "value"),
                         m.get("value"),
@@ -761,13 +761,16 @@ class _Parser:
             )
         users = _str_list(m.get("users"), _join(path, "users"))
         groups = _str_list(m.get("groups"), _join(path, "groups"))
-        for key, entries, pattern in (("users", users, _USER_RE), ("groups", groups, _GROUP_RE)):
+        for key, entries, pattern in (
+            ("users", users, USER_NAME_RE),
+            ("groups", groups, GROUP_NAME_RE),
+        ):
             # a single entry that is not a plain name must be a regular expression
             if len(entries) == 1 and not pattern.fullmatch(entries[0]):
                 entry = entries[0]
                 try:
                     re.compile(entry)
-                    valid = _SPECIAL_RE.search(entry) is not None
+                    valid = SPECIAL_RE.search(entry) is not None
                 except re.error:
                     valid = False
                 if not valid:
@@ -807,8 +810,8 @@ def _limit_problem(limit: Limit, seen: dict[str, set[str]], queue: QueueConfig) 
     if not limit.users and not limit.groups:
         return f"limit {limit.limit!r} has empty user and group lists"
     for kind, names, pattern in (
-        ("user", limit.users, _USER_RE),
-        ("group", limit.groups, _GROUP_RE),
+        ("user", limit.users, USER_NAME_RE),
+        ("group", limit.groups, GROUP_NAME_RE),
     ):
         earlier = seen[kind]
         for name in names:

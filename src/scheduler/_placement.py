@@ -7,9 +7,12 @@ returned to the caller, whose job it is to give each its actor.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING
 
-from scheduler._config import _GROUP_RE, _QUEUE_NAME_RE, _SPECIAL_RE, _USER_RE
+# The names YuniKorn's configuration and ACLs accept (configs.QueueNameRegExp,
+# security.userNameRegExp/groupRegExp) and the characters that make a filter entry a
+# regular expression (configs.SpecialRegExp): one definition, in the configuration parser.
+from scheduler._config import GROUP_NAME_RE, QUEUE_NAME_RE, SPECIAL_RE, USER_NAME_RE
 from scheduler._queue import Queue, QueueStatus
 from scheduler._resources import Res, fits_under_max
 
@@ -19,14 +22,6 @@ if TYPE_CHECKING:
     from scheduler._partition import Partition
 
 __all__ = ["acl_allows", "filter_allows", "gang_problem", "place", "qualify", "show"]
-
-# The names YuniKorn's configuration and ACLs accept (configs.QueueNameRegExp,
-# security.userNameRegExp/groupRegExp) and the characters that make a filter entry a
-# regular expression (configs.SpecialRegExp): one definition, in the configuration parser.
-_QUEUE_NAME: Final = _QUEUE_NAME_RE
-_USER_NAME: Final = _USER_RE
-_GROUP_NAME: Final = _GROUP_RE
-_SPECIAL: Final = _SPECIAL_RE
 
 
 def place(p: Partition, app: Application, created: list[Queue]) -> tuple[Queue | None, str]:
@@ -151,7 +146,7 @@ def _create_dynamic(p: Partition, path: str, created: list[Queue]) -> Queue | No
         return None
     parent = _nearest(p, path)
     missing = parts[len(parent.path.split(".")) :]
-    if parent.leaf or not all(_QUEUE_NAME.fullmatch(part) for part in missing):
+    if parent.leaf or not all(QUEUE_NAME_RE.fullmatch(part) for part in missing):
         return None
     for i, part in enumerate(missing, start=1):
         leaf = i == len(missing)
@@ -208,15 +203,15 @@ def filter_allows(f: Filter, user: str, groups: list[str]) -> bool:
     allow = f.type != "deny"
     if not f.users and not f.groups:
         return allow
-    if _filter_matches(f.users, user, _USER_NAME):
+    if _filter_matches(f.users, user, USER_NAME_RE):
         return allow
-    if any(_filter_matches(f.groups, group, _GROUP_NAME) for group in groups):
+    if any(_filter_matches(f.groups, group, GROUP_NAME_RE) for group in groups):
         return allow
     return not allow
 
 
 def _filter_matches(entries: tuple[str, ...], name: str, valid: re.Pattern[str]) -> bool:
-    if len(entries) == 1 and _SPECIAL.search(entries[0]):
+    if len(entries) == 1 and SPECIAL_RE.search(entries[0]):
         try:
             return re.search(entries[0], name) is not None
         except re.error:
@@ -247,9 +242,9 @@ def _acl_allows(acl: str, user: str, groups: list[str]) -> bool:
     group_list = fields[1].split(",") if len(fields) == 2 else []
     if users == ["*"] or group_list == ["*"]:
         return True
-    if user and user in users and _USER_NAME.fullmatch(user):
+    if user and user in users and USER_NAME_RE.fullmatch(user):
         return True
-    return any(g in group_list and _GROUP_NAME.fullmatch(g) for g in groups if g)
+    return any(g in group_list and GROUP_NAME_RE.fullmatch(g) for g in groups if g)
 
 
 def gang_problem(app: Application, queue: Queue) -> str:
