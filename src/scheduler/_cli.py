@@ -176,7 +176,7 @@ def _print_problems(out: Console, name: str, result: CheckResult) -> None:
         out.print(f"{where}: {p.message}", soft_wrap=True)
     out.print(
         f"{_plural(len(result.problems), 'problem')} in {name} "
-        "(each partition is checked up to its first problem)",
+        "(a queue whose own entry is broken is not looked into)",
         soft_wrap=True,
     )
 

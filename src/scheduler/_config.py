@@ -55,8 +55,9 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterator, Mapping
-from typing import Final, Literal
+from collections.abc import Callable, Iterator, Mapping
+from functools import partial
+from typing import Final, Literal, TypeVar
 
 import msgspec
 import yaml
@@ -108,6 +109,8 @@ from scheduler._yaml_reader import (
 from scheduler._yaml_reader import (
     uint as _uint,
 )
+
+_T = TypeVar("_T")
 
 __all__ = [
     "APPLICATION_SORT_POLICY",
@@ -393,10 +396,27 @@ _PREEMPTION_KEYS: Final = frozenset({"enabled"})
 
 # ============================================================================ parsing
 class _Parser:
-    """Builds one partition; ``self.where`` names the partition in validation messages."""
+    """Builds one partition; ``self.where`` names the partition in validation messages.
 
-    def __init__(self) -> None:
+    With a ``problems`` list the parser goes on after a problem where the rest stays
+    meaningful (``scheduler check-config``): a queue, a placement rule, the partition's
+    limits, node sort policy or a whole-tree check that fails is recorded and left out, and
+    the parse goes on with its siblings. Without one, the first problem raises.
+    """
+
+    def __init__(self, problems: list[ConfigError] | None = None) -> None:
         self.where = "partition"
+        self.problems = problems
+
+    def _attempt(self, step: Callable[[], _T], fallback: _T) -> _T:
+        """``step()``, or (collecting problems) ``fallback`` once its problem is recorded."""
+        if self.problems is None:
+            return step()
+        try:
+            return step()
+        except ConfigError as exc:
+            self.problems.append(exc)
+            return fallback
 
     def partition(self, node: Node, index: int) -> PartitionConfig:
         peeked = _peek_name(node)
@@ -408,20 +428,30 @@ class _Parser:
         if _is_null(m.get("queues")):
             raise _fail(path, node, f"{self.where}: queue config is not set (key 'queues')")
         root = self._root(_seq(m.get("queues"), _join(path, "queues")), _join(path, "queues"))
-        self._check_resources(root, None, root.name)
-        rules = tuple(
-            self._rule(rule_node, f"{path}.placementrules[{i}]")
-            for i, rule_node in enumerate(_seq(m.get("placementrules"), f"{path}.placementrules"))
+        self._attempt(lambda: self._check_resources(root, None, root.name), None)
+        rule_nodes = _seq(m.get("placementrules"), f"{path}.placementrules")
+        attempts = (
+            self._attempt(partial(self._rule, rule_node, f"{path}.placementrules[{i}]"), None)
+            for i, rule_node in enumerate(rule_nodes)
         )
+        rules = tuple(rule for rule in attempts if rule is not None)
         limits_path = _join(path, "limits")
-        limits = self._limits(m.get("limits"), limits_path, self.where, root)
-        root = self._partition_limits(root, limits, limits_path, m.get("limits", node))
-        self._check_limit_hierarchy(root, root.name, {})
-        node_sort = self._node_sort(m.get("nodesortpolicy"), _join(path, "nodesortpolicy"))
+        no_limits: tuple[Limit, ...] = ()
+        limits = self._attempt(
+            partial(self._limits, m.get("limits"), limits_path, self.where, root), no_limits
+        )
+        root = self._attempt(
+            lambda: self._partition_limits(root, limits, limits_path, m.get("limits", node)), root
+        )
+        self._attempt(lambda: self._check_limit_hierarchy(root, root.name, {}), None)
+        node_sort = self._attempt(
+            lambda: self._node_sort(m.get("nodesortpolicy"), _join(path, "nodesortpolicy")),
+            NodeSortPolicy(),
+        )
         preemption = _mapping(m.get("preemption"), _join(path, "preemption"), _PREEMPTION_KEYS)
         enabled = _bool(preemption.get("enabled"), _join(path, "preemption.enabled"))
         state_dump = _str(m.get("statedumpfilepath"), _join(path, "statedumpfilepath"))
-        self._check_max_apps(root, root.name)
+        self._attempt(lambda: self._check_max_apps(root, root.name), None)
         return PartitionConfig(
             name=name,
             queue=root,
@@ -448,16 +478,23 @@ class _Parser:
             original = _peek_name(node) or ""
             lowered = original.lower()
             if lowered in seen:
-                raise _fail(
+                duplicate = _fail(
                     path,
                     node,
                     f"{self.where}: duplicate queue name {original!r} under queue "
                     f"{parent_path!r} (names are compared ignoring case; "
                     f"{seen[lowered]!r} is already defined)",
                 )
-            child = self._queue(node, path, index, parent_path=parent_path)
+                if self.problems is None:
+                    raise duplicate
+                self.problems.append(duplicate)
+                continue
+            child = self._attempt(
+                partial(self._queue, node, path, index, parent_path=parent_path), None
+            )
             seen[lowered] = original
-            children.append(child)
+            if child is not None:
+                children.append(child)
         return tuple(children)
 
     def _queue(

@@ -1,8 +1,10 @@
 """``scheduler check-config``: every problem of a ``queues.yaml`` the parser can find, with
 its line and column.
 
-The parser (``scheduler._config``) stops at the first problem. Partitions are independent,
-so each one is parsed on its own here and reports its first problem; a problem that names a
+The parser (``scheduler._config``) collects problems here instead of stopping at the
+first: each partition is parsed on its own, and within it a broken queue, placement rule,
+limits list or whole-tree check is recorded and left out while its siblings are checked on
+(a queue whose own entry is broken hides its children's problems); a problem that names a
 queue but no line (a quota check over the whole tree) is placed at that queue's entry. The
 final word is always :func:`scheduler._config.parse_config`'s: a file is valid only when the
 core would take it.
@@ -71,10 +73,13 @@ def check_config(text: str) -> CheckResult:
         return result
     seen: set[str] = set()
     for index, node in enumerate(partition_nodes):
+        found: list[ConfigError] = []
         try:
-            partition = _Parser().partition(node, index)
+            partition = _Parser(found).partition(node, index)
         except ConfigError as exc:
-            result.problems.append(_problem(exc, node))
+            found.append(exc)
+        result.problems.extend(_problem(exc, node) for exc in found)
+        if found:
             continue
         if partition.name.lower() in seen:
             mark = node.start_mark

@@ -161,6 +161,45 @@ def test_check_config_lists_each_problem_with_line_and_column(
     assert lines[2].startswith(f"2 problems in {path}")
 
 
+SEVERAL = """\
+partitions:
+  - name: default
+    placementrules:
+      - name: nosuchrule
+    queues:
+      - name: root
+        submitacl: "*"
+        queues:
+          - name: bad name
+          - name: fine
+          - name: also bad!
+          - name: quota
+            resources:
+              guaranteed: {memory: 2G}
+              max: {memory: 1G}
+"""
+
+
+def test_check_config_lists_every_problem_of_one_partition(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "queues.yaml"
+    path.write_text(SEVERAL)
+    assert main(["check-config", str(path)]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split(": ", 1)[0] for line in lines[:-1]] == [
+        f"{path}:9:19",  # 'bad name'
+        f"{path}:11:19",  # 'also bad!'
+        f"{path}:12:13",  # the quota queue: guaranteed over max
+        f"{path}:4:15",  # the unknown placement rule
+    ]
+    assert "invalid queue name 'bad name'" in lines[0]
+    assert "invalid queue name 'also bad!'" in lines[1]
+    assert "guaranteed resource" in lines[2]
+    assert "nosuchrule" in lines[3]
+    assert lines[-1].startswith(f"4 problems in {path}")
+
+
 def test_check_config_places_a_yaml_syntax_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
