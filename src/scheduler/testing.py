@@ -411,10 +411,17 @@ class Scenario:
         """The states the core reported for an application, in order."""
         return self.rm.app_states(app_id)
 
+    async def application(self, app_id: str) -> dict[str, Any]:
+        """The application's query (``Core.get_application``) in the scenario's partition.
+
+        Raises:
+            scheduler.NotFoundError: No such application.
+        """
+        return await self.core.get_application(self.partition, app_id)
+
     async def app_state(self, app_id: str) -> str:
         """The application's state now (``applicationState`` of its query)."""
-        info = await self.core.get_application(self.partition, app_id)
-        return str(info["applicationState"])
+        return str((await self.application(app_id))["applicationState"])
 
     def assert_allocated(
         self, app_id: str, count: int, *, placeholder: bool = False
