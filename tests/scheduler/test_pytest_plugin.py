@@ -15,7 +15,9 @@ pytest_plugins = ["pytester"]
 PLUGIN = "scheduler.pytest_plugin"
 ANYIO = "anyio.pytest_plugin"
 ASYNCIO = "pytest_asyncio.plugin"
-PYPROJECT = Path(__file__).parents[2] / "pyproject.toml"
+ROOT = Path(__file__).parents[2]
+PYPROJECT = ROOT / "pyproject.toml"
+EXAMPLE = ROOT / "docs" / "examples" / "test_scenario_example.py"
 
 # {mark} is the module's pytestmark. The watchdog turns a core started on another event loop
 # than the test's (it would never answer) into a failure instead of a hang.
@@ -87,6 +89,10 @@ async def test_fixture_override_gives_the_configuration(scheduler_scenario):
 
 def write(pytester: pytest.Pytester, mark: str, *, asyncio: bool = True) -> None:
     pytester.makepyfile(test_inner=INNER.format(mark=mark), test_override=OVERRIDE)
+    write_ini(pytester, asyncio=asyncio)
+
+
+def write_ini(pytester: pytest.Pytester, *, asyncio: bool = True) -> None:
     loop_scope = "asyncio_default_fixture_loop_scope = function\n" if asyncio else ""
     # In process, the outer run has imported the plugin already: pytest cannot rewrite its
     # asserts (it has none) and says so.
@@ -144,3 +150,15 @@ def test_entry_point_loads_the_plugin(
     monkeypatch.syspath_prepend(str(dist.parent))
     monkeypatch.delenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", raising=False)
     run(pytester, "pytest.mark.asyncio")
+
+
+def test_the_documented_example_passes(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_scenario_example=EXAMPLE.read_text())
+    write_ini(pytester)
+    result = pytester.inline_run("-p", "no:cacheprovider", "-p", PLUGIN)
+    result.assertoutcome(passed=5)
+
+
+def test_the_documentation_shows_the_example_as_it_is() -> None:
+    doc = (ROOT / "docs" / "testing.md").read_text()
+    assert f"```python\n{EXAMPLE.read_text()}```\n" in doc
