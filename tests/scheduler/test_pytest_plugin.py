@@ -13,6 +13,9 @@ import scheduler
 pytest_plugins = ["pytester"]
 
 PLUGIN = "scheduler.pytest_plugin"
+# By module, whether or not the installed metadata has the entry point yet (loaded both ways,
+# one module would be registered twice).
+LOAD = ("-p", "no:scheduler", "-p", PLUGIN)
 ANYIO = "anyio.pytest_plugin"
 ASYNCIO = "pytest_asyncio.plugin"
 ROOT = Path(__file__).parents[2]
@@ -106,15 +109,15 @@ def run(pytester: pytest.Pytester, mark: str, *args: str, asyncio: bool = True) 
 
 
 def test_pytest_asyncio_strict_mode(pytester: pytest.Pytester) -> None:
-    run(pytester, "pytest.mark.asyncio", "-p", PLUGIN, "-o", "asyncio_mode=strict")
+    run(pytester, "pytest.mark.asyncio", *LOAD, "-o", "asyncio_mode=strict")
 
 
 def test_pytest_asyncio_auto_mode(pytester: pytest.Pytester) -> None:
-    run(pytester, "", "-p", PLUGIN, "-o", "asyncio_mode=auto")
+    run(pytester, "", *LOAD, "-o", "asyncio_mode=auto")
 
 
 def test_anyio_without_pytest_asyncio(pytester: pytest.Pytester) -> None:
-    run(pytester, "pytest.mark.anyio", "-p", PLUGIN, "-p", "no:asyncio", asyncio=False)
+    run(pytester, "pytest.mark.anyio", *LOAD, "-p", "no:asyncio", asyncio=False)
 
 
 def test_anyio_beside_pytest_asyncio_whichever_loads_first(
@@ -155,7 +158,7 @@ def test_entry_point_loads_the_plugin(
 def test_the_documented_example_passes(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_scenario_example=EXAMPLE.read_text())
     write_ini(pytester)
-    result = pytester.inline_run("-p", "no:cacheprovider", "-p", PLUGIN)
+    result = pytester.inline_run("-p", "no:cacheprovider", *LOAD)
     result.assertoutcome(passed=5)
 
 
