@@ -17,6 +17,7 @@ asyncio backend (``@pytest.mark.anyio``).
 
 from __future__ import annotations
 
+import sys
 import types
 from collections.abc import AsyncIterator, Callable, Generator
 from typing import Any
@@ -44,6 +45,12 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         f"{_MARKER}(yaml): queue configuration the scheduler_scenario fixture registers with",
     )
+    # Imported by now if it is a plugin of this run; importing it here ourselves would
+    # have pytest warn that it cannot rewrite a plugin loaded after this one.
+    pytest_asyncio = sys.modules.get("pytest_asyncio")
+    if pytest_asyncio is not None:
+        for func in _PLAIN:
+            pytest_asyncio.fixture(func)  # marks func as pytest-asyncio's to run
 
 
 def _async_fixture(func: Callable[..., Any]) -> Any:
@@ -51,18 +58,15 @@ def _async_fixture(func: Callable[..., Any]) -> Any:
 
     pytest-asyncio (strict mode) only runs fixtures declared with ``pytest_asyncio.fixture``;
     anyio runs plain ``async def`` fixtures of anyio tests. The fixture is declared for
-    pytest-asyncio, and :func:`pytest_fixture_setup` hands anyio tests an undeclared copy.
+    pytest-asyncio (:func:`pytest_configure`), and :func:`pytest_fixture_setup` hands anyio
+    tests an undeclared copy.
     """
     plain = types.FunctionType(
         func.__code__, func.__globals__, func.__name__, func.__defaults__, func.__closure__
     )
     plain.__kwdefaults__ = func.__kwdefaults__
     _PLAIN[func] = plain
-    try:
-        import pytest_asyncio
-    except ImportError:  # anyio only
-        return pytest.fixture(func)
-    return pytest_asyncio.fixture(func)
+    return pytest.fixture(func)
 
 
 @pytest.hookimpl(hookwrapper=True, tryfirst=True)

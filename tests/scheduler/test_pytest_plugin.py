@@ -95,11 +95,11 @@ def write(pytester: pytest.Pytester, mark: str, *, asyncio: bool = True) -> None
     write_ini(pytester, asyncio=asyncio)
 
 
-def write_ini(pytester: pytest.Pytester, *, asyncio: bool = True) -> None:
+def write_ini(pytester: pytest.Pytester, *, asyncio: bool = True, in_process: bool = True) -> None:
     loop_scope = "asyncio_default_fixture_loop_scope = function\n" if asyncio else ""
-    # In process, the outer run has imported the plugin already: pytest cannot rewrite its
-    # asserts (it has none) and says so.
-    warnings = "error\n    ignore:Module already imported:pytest.PytestAssertRewriteWarning"
+    warnings = "error"
+    if in_process:  # the outer run imported the plugin already: pytest cannot rewrite it
+        warnings += "\n    ignore:Module already imported:pytest.PytestAssertRewriteWarning"
     pytester.makeini(f"[pytest]\n{loop_scope}filterwarnings =\n    {warnings}\n")
 
 
@@ -120,17 +120,19 @@ def test_anyio_without_pytest_asyncio(pytester: pytest.Pytester) -> None:
     run(pytester, "pytest.mark.anyio", *LOAD, "-p", "no:asyncio", asyncio=False)
 
 
-def test_anyio_beside_pytest_asyncio_whichever_loads_first(
+def test_anyio_beside_pytest_asyncio_in_any_order(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # With anyio's hook registered first, pytest-asyncio's hook would get the fixtures first
     # and start the core on its own loop: the plugin hands anyio tests undeclared copies.
-    # A subprocess, so that such a hang ends at its timeout.
+    # Loaded before pytest-asyncio, the plugin must not import it (pytest would warn).
+    # Subprocesses, so that a hang ends at its timeout and nothing is imported already.
     monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
     monkeypatch.setenv("PYTHONPATH", str(Path(scheduler.__file__).parents[1]))
     write(pytester, "pytest.mark.anyio")
-    for plugins in [ANYIO, ASYNCIO], [ASYNCIO, ANYIO]:
-        args = [arg for plugin in [*plugins, PLUGIN] for arg in ("-p", plugin)]
+    write_ini(pytester, in_process=False)
+    for plugins in [ANYIO, ASYNCIO, PLUGIN], [ASYNCIO, ANYIO, PLUGIN], [PLUGIN, ANYIO, ASYNCIO]:
+        args = [arg for plugin in plugins for arg in ("-p", plugin)]
         result = pytester.runpytest_subprocess("-p", "no:cacheprovider", *args, timeout=60)
         result.assert_outcomes(passed=3)
 
