@@ -1,5 +1,6 @@
 """Every test runs under an error watch: a handler that raised, or anything else the core
-logged at ERROR, fails the test even when the core survived it."""
+logged at ERROR, fails the test even when the core survived it. The package's own pytest
+plugin is loaded even where the installed metadata predates its entry point."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from scheduler import pytest_plugin
 from scheduler.testing import ErrorWatch
 
 
@@ -16,6 +18,8 @@ def pytest_configure(config: pytest.Config) -> None:
         "logs_errors(*expected): the test makes the core log these errors on purpose "
         "(substrings of the messages); any other error still fails it",
     )
+    if not config.pluginmanager.has_plugin("scheduler"):  # the pytest11 entry point's name
+        config.pluginmanager.register(pytest_plugin, "scheduler")
 
 
 @pytest.fixture(autouse=True)

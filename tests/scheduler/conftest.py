@@ -152,6 +152,12 @@ class Driver:
 
 
 @pytest.fixture
+def scheduler_config() -> str:
+    """The queues ``scheduler_scenario`` (the package's pytest plugin) registers with."""
+    return QUEUES
+
+
+@pytest.fixture
 def clock() -> ManualClock:
     return ManualClock()
 

@@ -11,11 +11,10 @@ from typing import Any
 
 import pytest
 
-import scheduler
 from scheduler import si
-from scheduler.testing import ManualClock, RecordingCallback
+from scheduler.testing import RecordingCallback, Scenario, start_scenario
 
-from .conftest import Driver, app, ask, node
+from .conftest import QUEUES, Driver, app, ask, node
 
 pytestmark = pytest.mark.asyncio
 
@@ -92,30 +91,28 @@ async def ph_data(d: Driver, app_id: str, group: str = "tg") -> dict[str, Any]:
 
 
 # ============================================================================ smoke
-async def test_placeholders_then_replacement_handshake(driver: Driver) -> None:
-    d = driver
-    await d.nodes(node("n1"), node("n2"))
-    phs = await placed_gang(d)
-    assert await state(d, "gang") == "Starting"
-    await d.asks(*reals("gang"))
-    await d.settle()
-    rel = released(d, REPLACED)
-    assert sorted(r.uuid for r in rel) == sorted(p.uuid for p in phs)
-    assert not [a for a in d.allocs("gang") if not a.placeholder]  # nothing before confirmation
-    await confirm(d, rel)
-    await d.settle()
-    real = [a for a in d.allocs("gang") if not a.placeholder]
-    assert len(real) == 3
-    by_key = {p.uuid: p.node_id for p in phs}
-    assert sorted(a.node_id for a in real) == sorted(by_key.values())
-    assert await ph_data(d, "gang") == {
-        "taskGroupName": "tg",
-        "count": 3,
-        "minResource": {"memory": 10, "vcore": 1},
-        "replaced": 3,
-        "timedout": 0,
-    }
-    assert await state(d, "gang") == "Running"
+async def test_placeholders_then_replacement_handshake(scheduler_scenario: Scenario) -> None:
+    s = scheduler_scenario
+    await s.add_nodes("n1", "n2")
+    await s.submit_gang("gang", {"tg": 3}, queue="root.a")
+    phs = s.assert_allocated("gang", 3, placeholder=True)
+    assert await s.app_state("gang") == "Starting"
+    await s.ask("gang", count=3, task_group="tg")
+    assert sorted(r.uuid for r in s.released(REPLACED)) == sorted(p.uuid for p in phs)
+    s.assert_allocated("gang", 0)  # nothing before confirmation
+    await s.confirm_releases()
+    real = s.assert_allocated("gang", 3)
+    assert sorted(a.node_id for a in real) == sorted(p.node_id for p in phs)
+    assert (await s.application("gang"))["placeholderData"] == [
+        {
+            "taskGroupName": "tg",
+            "count": 3,
+            "minResource": {"memory": 10, "vcore": 1},
+            "replaced": 3,
+            "timedout": 0,
+        }
+    ]
+    assert await s.app_state("gang") == "Running"
 
 
 # ====================================================================== 1. submission
@@ -246,50 +243,44 @@ async def test_competing_gangs_each_run_whole_without_deadlock(driver: Driver) -
 
 
 # ======================================================================== 3. replacement
-async def test_smaller_real_ask_gives_the_difference_back(driver: Driver) -> None:
-    d = driver
-    await d.nodes(node("n1"))
-    await d.apps(gang_app("gang", 1))
-    await d.asks(*placeholders("gang", 1))
-    await d.settle()
-    await d.asks(ask("real", "gang", memory=4, vcore=1, task_group_name="tg"))
-    await d.settle()
-    await confirm(d, released(d, REPLACED))
-    await d.settle()
-    (real,) = [a for a in d.allocs("gang") if not a.placeholder]
+async def test_smaller_real_ask_gives_the_difference_back(scheduler_scenario: Scenario) -> None:
+    s = scheduler_scenario
+    await s.add_nodes("n1")
+    await s.submit_gang("gang", {"tg": 1}, queue="root.a")
+    await s.ask("gang", "real", memory=4, vcore=1, task_group="tg")
+    await s.confirm_releases()
+    (real,) = s.assert_allocated("gang", 1)
     assert real.node_id == "n1" and real.allocation_key == "real"
-    assert (await d.core.get_node("default", "n1"))["allocated"] == {"memory": 4, "vcore": 1}
-    queue = await d.core.get_queue("default", "root.a")
+    assert (await s.core.get_node("default", "n1"))["allocated"] == {"memory": 4, "vcore": 1}
+    queue = await s.core.get_queue("default", "root.a")
     assert queue["allocatedResource"] == {"memory": 4, "vcore": 1}
-    info = await d.core.get_application("default", "gang")
+    info = await s.application("gang")
     assert [a["placeholder"] for a in info["allocations"]] == [False]
 
 
 async def test_larger_real_ask_cancels_its_placeholder_and_schedules_normally(
-    driver: Driver,
+    scheduler_scenario: Scenario,
 ) -> None:
-    d = driver
-    await d.nodes(node("n1", memory=30, vcore=3))
-    await d.apps(gang_app("gang", 1))
-    await d.asks(*placeholders("gang", 1))
-    await d.settle()
-    await d.asks(ask("real", "gang", memory=25, vcore=1, task_group_name="tg"))
-    await d.settle()
-    (cancel,) = d.rm.released
+    s = scheduler_scenario
+    await s.add_nodes("n1", memory=30, vcore=3)
+    await s.submit_gang("gang", {"tg": 1}, queue="root.a")
+    await s.ask("gang", "real", memory=25, vcore=1, task_group="tg")
+    (cancel,) = s.released()
     assert cancel.termination_type == TIMEOUT
     assert cancel.message == "cancel placeholder: resource incompatible"
-    assert [a for a in d.allocs("gang") if not a.placeholder] == []  # 25 + 10 > 30
-    await confirm(d, [cancel])
-    await d.settle()
-    (real,) = [a for a in d.allocs("gang") if not a.placeholder]
+    s.assert_allocated("gang", 0)  # 25 + 10 > 30
+    assert await s.confirm_releases() == [cancel]
+    (real,) = s.assert_allocated("gang", 1)
     assert real.allocation_key == "real" and real.node_id == "n1"
-    assert await ph_data(d, "gang") == {
-        "taskGroupName": "tg",
-        "count": 1,
-        "minResource": {"memory": 10, "vcore": 1},
-        "replaced": 0,
-        "timedout": 1,
-    }
+    assert (await s.application("gang"))["placeholderData"] == [
+        {
+            "taskGroupName": "tg",
+            "count": 1,
+            "minResource": {"memory": 10, "vcore": 1},
+            "replaced": 0,
+            "timedout": 1,
+        }
+    ]
 
 
 async def test_a_released_placeholder_is_never_picked_twice(driver: Driver) -> None:
@@ -418,22 +409,18 @@ class Checking(RecordingCallback):
         return True
 
 
-async def test_replacement_with_an_rm_that_checks_predicates(
-    core: scheduler.Core, clock: ManualClock
-) -> None:
-    rm = Checking()
-    d = Driver(core, clock)
-    d.rm = rm
-    await d.register()
-    await d.nodes(node("n1"))
-    phs = await placed_gang(d, members=2)
-    assert sorted(rm.asked) == ["gang-ph-0", "gang-ph-1"]
-    await d.asks(*reals("gang", 2))
-    await d.settle()
-    await confirm(d, released(d, REPLACED))
-    await d.settle()
-    real = [a for a in d.allocs("gang") if not a.placeholder]
-    assert sorted(a.node_id for a in real) == sorted(p.node_id for p in phs)
-    # Each replacement was put to the predicates on its placeholder's node too (YuniKorn's
-    # tryPlaceholderAllocate), before its handshake.
-    assert sorted(rm.asked) == ["gang-ph-0", "gang-ph-1", "gang-real-0", "gang-real-1"]
+async def test_replacement_with_an_rm_that_checks_predicates() -> None:
+    async with start_scenario(QUEUES, rm=Checking()) as s:
+        rm = s.rm
+        assert isinstance(rm, Checking)
+        await s.add_nodes("n1")
+        await s.submit_gang("gang", {"tg": 2}, queue="root.a")
+        phs = s.assert_allocated("gang", 2, placeholder=True)
+        assert sorted(rm.asked) == ["gang-tg-ph-0", "gang-tg-ph-1"]
+        await s.ask("gang", "real", count=2, task_group="tg")
+        await s.confirm_releases()
+        real = s.assert_allocated("gang", 2)
+        assert sorted(a.node_id for a in real) == sorted(p.node_id for p in phs)
+        # Each replacement was put to the predicates on its placeholder's node too (YuniKorn's
+        # tryPlaceholderAllocate), before its handshake.
+        assert sorted(rm.asked) == ["gang-tg-ph-0", "gang-tg-ph-1", "real", "real"]
