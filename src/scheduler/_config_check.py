@@ -97,6 +97,8 @@ def check_config(text: str) -> CheckResult:
             result.partitions = list(parse_config(text).partitions)
         except ConfigError as exc:  # the whole-file parse is the final word
             result.problems.append(_problem(exc, None))
+    # In file order; a problem without a place comes last (sorted() is stable).
+    result.problems = sorted(result.problems, key=lambda p: (p.line == 0, p.line, p.column))
     return result
 
 

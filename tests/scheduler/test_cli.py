@@ -188,15 +188,15 @@ def test_check_config_lists_every_problem_of_one_partition(
     assert main(["check-config", str(path)]) == 1
     lines = capsys.readouterr().out.splitlines()
     assert [line.split(": ", 1)[0] for line in lines[:-1]] == [
+        f"{path}:4:15",  # the unknown placement rule
         f"{path}:9:19",  # 'bad name'
         f"{path}:11:19",  # 'also bad!'
         f"{path}:12:13",  # the quota queue: guaranteed over max
-        f"{path}:4:15",  # the unknown placement rule
-    ]
-    assert "invalid queue name 'bad name'" in lines[0]
-    assert "invalid queue name 'also bad!'" in lines[1]
-    assert "guaranteed resource" in lines[2]
-    assert "nosuchrule" in lines[3]
+    ]  # in file order
+    assert "nosuchrule" in lines[0]
+    assert "invalid queue name 'bad name'" in lines[1]
+    assert "invalid queue name 'also bad!'" in lines[2]
+    assert "guaranteed resource" in lines[3]
     assert lines[-1].startswith(f"4 problems in {path}")
 
 
