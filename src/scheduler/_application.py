@@ -93,18 +93,28 @@ def next_state(state: AppState, event: AppEvent) -> AppState:
         raise InvalidTransition(f"no transition for {event} from {state}") from None
 
 
+_MIN_HOLES = 32  # a small bucket is never worth copying
+
+
 class PendingAsks:
     """Asks with pending allocations, by priority (high first) and then age (old first).
 
     One insertion-ordered dict per priority: asks are numbered as they arrive, so appending
     keeps each bucket in age order, and adding or removing an ask is O(1) (a new priority
     is the only sort, and priorities are few).
+
+    A dict keeps the slot of a deleted entry until it grows, and iterating skips those
+    holes one by one: placing asks from the front of a large bucket would make every walk
+    scan all the asks placed so far. So a bucket is copied (compacted) once its holes
+    outnumber its asks: amortised O(1) per removal, and a walk never scans more holes than
+    live asks.
     """
 
-    __slots__ = ("_buckets", "_priorities")
+    __slots__ = ("_buckets", "_holes", "_priorities")
 
     def __init__(self) -> None:
         self._buckets: dict[int, dict[str, Ask]] = {}
+        self._holes: dict[int, int] = {}  # removals since the bucket was built or compacted
         self._priorities: list[int] = []  # high first
 
     def add(self, ask: Ask) -> bool:
@@ -120,12 +130,19 @@ class PendingAsks:
 
     def remove(self, ask: Ask) -> bool:
         """Remove ``ask``; True if it was the last of its priority."""
-        bucket = self._buckets[ask.priority]
+        priority = ask.priority
+        bucket = self._buckets[priority]
         del bucket[ask.allocation_key]
         if not bucket:
-            del self._buckets[ask.priority]
-            self._priorities.remove(ask.priority)
+            del self._buckets[priority]
+            self._holes.pop(priority, None)
+            self._priorities.remove(priority)
             return True
+        holes = self._holes.get(priority, 0) + 1
+        if holes > _MIN_HOLES and holes > len(bucket):
+            self._buckets[priority] = dict(bucket)  # a copy has no holes
+            holes = 0
+        self._holes[priority] = holes
         return False
 
     def highest(self) -> int:

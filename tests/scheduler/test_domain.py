@@ -242,6 +242,33 @@ def test_pending_asks_remove_keeps_the_rest_in_order() -> None:
     assert len(pending) == 2
 
 
+def test_pending_asks_stay_in_order_while_placed_from_the_front() -> None:
+    """A large bucket drained from the front (as a pass places its asks), with new asks
+    arriving and placed ones coming back pending, keeps priority and age order throughout
+    (the bucket is compacted along the way)."""
+    pending = PendingAsks()
+    model: list[str] = []  # keys in expected order (one priority)
+    asks: dict[str, Ask] = {}
+    for i in range(500):
+        asks[f"k{i:04}"] = make_ask(f"k{i:04}", priority=1)
+        pending.add(asks[f"k{i:04}"])
+        model.append(f"k{i:04}")
+    arrivals = 500
+    for step in range(1_200):
+        if step % 7 == 6:  # a new ask arrives at the back
+            key = f"k{arrivals:04}"
+            arrivals += 1
+            asks[key] = make_ask(key, priority=1)
+            pending.add(asks[key])
+            model.append(key)
+        elif model:  # the oldest is placed
+            pending.remove(asks[model.pop(0)])
+        if step % 97 == 0:
+            assert [a.allocation_key for a in pending.in_order()] == model
+    assert [a.allocation_key for a in pending.in_order()] == model
+    assert len(pending) == len(model)
+
+
 def test_pending_asks_are_keyed_by_allocation_key() -> None:
     pending = PendingAsks()
     pending.add(make_ask("a"))
