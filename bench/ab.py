@@ -36,9 +36,20 @@ def rates(doc: Any, prefix: str = "") -> dict[str, float]:
                 out.update(rates(value, path))
     elif isinstance(doc, list):
         for i, item in enumerate(doc):
-            label = f"nodes={item['nodes']}" if isinstance(item, dict) and "nodes" in item else i
-            out.update(rates(item, f"{prefix}[{label}]"))
+            out.update(rates(item, f"{prefix}[{_label(item, i)}]"))
     return out
+
+
+def _label(item: Any, index: int) -> str | int:
+    """A list item's label: its ``case`` (and ``sizing``), else its ``nodes``, else its index."""
+    if not isinstance(item, dict):
+        return index
+    if "case" in item:
+        sizing = f",sizing={item['sizing']}" if "sizing" in item else ""
+        return f"case={item['case']}{sizing}"
+    if "nodes" in item:
+        return f"nodes={item['nodes']}"
+    return index
 
 
 def run(tree: Path, script: str, args: list[str], out: Path) -> dict[str, float]:
@@ -86,17 +97,19 @@ def main() -> None:
     print(
         f"A = {opts.base}, B = working tree; {opts.script} {' '.join(args)}; {opts.rounds} rounds"
     )
+    keys = sorted(set(seen["A"]) & set(seen["B"]))
+    width = max([34, *map(len, keys)])
     header = (
-        f"{'metric':<34} {'A best':>10} {'B best':>10} {'B/A':>6} "
+        f"{'metric':<{width}} {'A best':>10} {'B best':>10} {'B/A':>6} "
         f"{'A med':>10} {'B med':>10} {'B/A':>6}"
     )
     print(header)
-    for key in sorted(set(seen["A"]) & set(seen["B"])):
+    for key in keys:
         a, b = seen["A"][key], seen["B"][key]
         best_a, best_b = max(a), max(b)
         med_a, med_b = statistics.median(a), statistics.median(b)
         print(
-            f"{key:<34} {best_a:>10,.0f} {best_b:>10,.0f} {best_b / best_a:>6.2f} "
+            f"{key:<{width}} {best_a:>10,.0f} {best_b:>10,.0f} {best_b / best_a:>6.2f} "
             f"{med_a:>10,.0f} {med_b:>10,.0f} {med_b / med_a:>6.2f}"
         )
 

@@ -1,36 +1,94 @@
-"""Scheduling throughput in the shape of YuniKorn's ``BenchmarkScheduling``.
+"""Scheduling throughput at scale, in the shape of YuniKorn's ``BenchmarkScheduling``.
 
-Queues ``root.a`` and ``root.b`` (guaranteed set), two applications, 10,000 asks of
-``{memory: 10, vcore: 1}``, and 500 / 1,000 / 2,000 / 5,000 nodes sized so that every ask
-fits. Everything goes through the public API on the system clock; the clock stops when the
-RM callback has received every allocation. Prints allocations/s per size and writes
-bench/results/scheduling.json.
+Every ask is ``{memory: 10, vcore: 1}`` with its own allocation key; everything goes through
+the public API on the system clock, and the clock stops when the RM callback has received
+every allocation. The cases:
 
-Targets: >= 50,000 allocations/s at the largest size, and the time per allocation at the
-largest size <= 1.3 x the time at the smallest. ``--check`` exits 1 when one is missed.
+    10k-asks     5,000 nodes,  10,000 asks, 2 queues (root.a, root.b), 2 applications
+    100k-asks    5,000 nodes, 100,000 asks, 2 queues, 2 applications
+    50k-nodes   50,000 nodes, 100,000 asks, 2 queues, 2 applications
+    100-queues   5,000 nodes,  10,000 asks, 100 leaf queues (10 parents x 10 leaves,
+                 guaranteed set), 1,000 applications spread over them
 
-    python bench/bench_scheduling.py [--asks 10000] [--nodes 500,1000,2000,5000] [--repeat 5]
-        [--quick] [--check] [--out FILE]
+each in two node sizings: ``headroom`` (every node holds twice its share of the asks) and
+``yunikorn`` (every node holds ``asks // nodes + 1`` asks, as YuniKorn's benchmark sizes
+them, so the cluster ends nearly full).
 
-``--quick`` is 200 asks on 10 and 20 nodes, once.
+Each run is a fresh subprocess, so its peak RSS is its own and no heap or GC state carries
+over. Repeats are interleaved: each repeat runs every (case, sizing) once in turn, so a slow
+spell of a shared machine hits all alike. The table shows, per (case, sizing), the median
+and best allocations/s, the median time per allocation, the peak RSS (the largest over the
+repeats) and the 1-minute load average sampled right before and after each run (lowest and
+highest); the JSON (bench/results/scheduling.json) keeps every run.
+
+Targets (on the medians, in each sizing):
+    10k-asks    >= 75,000 allocations/s
+    100k-asks   >= 60,000 allocations/s; per-allocation time <= 1.3 x the 10k-asks case
+    50k-nodes   per-allocation time <= 1.3 x the 100k-asks case; peak RSS <= 300 MB
+    100-queues  >= 40,000 allocations/s
+``--check`` exits 1 when one is missed.
+
+    python bench/bench_scheduling.py [--cases 10k-asks,...] [--sizing headroom,yunikorn]
+        [--repeat 3] [--quick] [--check] [--out FILE]
+
+``--nodes 500,1000`` (with ``--asks N``, default 10,000) runs the older sweep instead: the
+2-queue shape at each node count, with the targets >= 75,000 allocations/s at the largest
+and per-allocation time at the largest <= 1.3 x the smallest. ``--quick`` runs tiny versions
+of the cases (or 200 asks on 10 and 20 nodes for the sweep), once.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import math
+import resource
+import statistics
+import subprocess
 import sys
 import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
 
 import scheduler
-from _common import Run, add_arguments
+from _common import Run, add_arguments, load_average
 from scheduler import si
 
-TARGET_ALLOCS_PER_S = 50_000
-TARGET_SCALING = 1.3  # per-allocation time at the largest size vs the smallest
+TARGET_SMALL_PER_S = 75_000  # 10k-asks, and the largest size of the sweep
+TARGET_LARGE_PER_S = 60_000  # 100k-asks
+TARGET_QUEUES_PER_S = 40_000  # 100-queues
+TARGET_SCALING = 1.3  # per-allocation time against the smaller case
+TARGET_RSS_MB = 300  # 50k-nodes
 
-QUEUES = """
+SIZINGS = ("headroom", "yunikorn")
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    nodes: int
+    asks: int
+    parents: int = 0  # 0: the two queues root.a and root.b
+    leaves: int = 0  # leaf queues under each parent
+    apps: int = 2
+
+
+CASES = {
+    "10k-asks": Case("10k-asks", 5_000, 10_000),
+    "100k-asks": Case("100k-asks", 5_000, 100_000),
+    "50k-nodes": Case("50k-nodes", 50_000, 100_000),
+    "100-queues": Case("100-queues", 5_000, 10_000, parents=10, leaves=10, apps=1_000),
+}
+QUICK_CASES = {
+    "10k-asks": Case("10k-asks", 20, 200),
+    "100k-asks": Case("100k-asks", 20, 1_000),
+    "50k-nodes": Case("50k-nodes", 200, 1_000),
+    "100-queues": Case("100-queues", 20, 200, parents=2, leaves=3, apps=12),
+}
+
+TWO_QUEUES = """
 partitions:
   - name: default
     queues:
@@ -46,6 +104,36 @@ partitions:
 """
 
 
+def queues_yaml(case: Case) -> tuple[str, list[str]]:
+    """The queues.yaml of a case and its leaf queues, in order."""
+    if not case.parents:
+        return TWO_QUEUES, ["root.a", "root.b"]
+    n_leaves = case.parents * case.leaves
+    # Guaranteed to each leaf its share of the asks: usage against it differs from leaf to
+    # leaf as asks are placed, so fair sorting has work at both levels.
+    share = math.ceil(case.asks / n_leaves)
+    lines = ["partitions:", "  - name: default", "    queues:", "      - name: root"]
+    lines += ['        submitacl: "*"', "        queues:"]
+    leaves: list[str] = []
+    for p in range(case.parents):
+        lines += [f"          - name: p{p}", "            resources:"]
+        guaranteed = share * case.leaves
+        lines += [f"              guaranteed: {{memory: {10 * guaranteed}, vcore: {guaranteed}}}"]
+        lines += ["            queues:"]
+        for leaf in range(case.leaves):
+            lines += [f"              - name: q{leaf}", "                resources:"]
+            lines += [f"                  guaranteed: {{memory: {10 * share}, vcore: {share}}}"]
+            leaves.append(f"root.p{p}.q{leaf}")
+    return "\n".join(lines) + "\n", leaves
+
+
+def asks_per_node(case: Case, sizing: str) -> int:
+    """How many asks one node holds."""
+    if sizing == "yunikorn":
+        return case.asks // case.nodes + 1
+    return math.ceil(case.asks / case.nodes) * 2
+
+
 class Counter(scheduler.ResourceManagerCallback):
     def __init__(self, expected: int) -> None:
         self.expected = expected
@@ -58,12 +146,14 @@ class Counter(scheduler.ResourceManagerCallback):
             self.done.set()
 
 
-async def run_once(n_nodes: int, n_asks: int) -> dict[str, float]:
-    rm = Counter(n_asks)
-    per_node = math.ceil(n_asks / n_nodes) * 2
+async def run_case(case: Case, sizing: str) -> dict[str, Any]:
+    """One timed run of a case in this process."""
+    rm = Counter(case.asks)
+    per_node = asks_per_node(case, sizing)
+    config, leaves = queues_yaml(case)
     async with scheduler.start_scheduler() as core:
         await core.register_resource_manager(
-            si.RegisterResourceManagerRequest(rm_id="bench", policy_group="default", config=QUEUES),
+            si.RegisterResourceManagerRequest(rm_id="bench", policy_group="default", config=config),
             rm,
         )
         await core.update_node(
@@ -75,7 +165,7 @@ async def run_once(n_nodes: int, n_asks: int) -> dict[str, float]:
                         action=si.ActionFromRM.CREATE,
                         schedulable_resource=si.Resource.of(memory=10 * per_node, vcore=per_node),
                     )
-                    for i in range(n_nodes)
+                    for i in range(case.nodes)
                 ],
             )
         )
@@ -84,11 +174,11 @@ async def run_once(n_nodes: int, n_asks: int) -> dict[str, float]:
                 rm_id="bench",
                 new=[
                     si.AddApplicationRequest(
-                        application_id=app,
-                        queue_name=queue,
+                        application_id=f"app-{a + 1}",
+                        queue_name=leaves[a % len(leaves)],
                         ugi=si.UserGroupInformation(user="bench"),
                     )
-                    for app, queue in (("app-1", "root.a"), ("app-2", "root.b"))
+                    for a in range(case.apps)
                 ],
             )
         )
@@ -96,79 +186,250 @@ async def run_once(n_nodes: int, n_asks: int) -> dict[str, float]:
         asks = [
             si.AllocationAsk(
                 allocation_key=f"ask-{i}",
-                application_id=f"app-{i % 2 + 1}",
+                application_id=f"app-{i % case.apps + 1}",
                 resource_ask=si.Resource.of(memory=10, vcore=1),
                 max_allocations=1,
             )
-            for i in range(n_asks)
+            for i in range(case.asks)
         ]
         start = time.perf_counter()
         await core.update_allocation(si.AllocationRequest(rm_id="bench", asks=asks))
         await asyncio.wait_for(rm.done.wait(), timeout=600)
         elapsed = time.perf_counter() - start
         await core.settle()
-        assert rm.count == n_asks, (rm.count, n_asks)
+        assert rm.count == case.asks, (rm.count, case.asks)
     return {
-        "nodes": n_nodes,
-        "asks": n_asks,
+        "nodes": case.nodes,
+        "asks": case.asks,
         "seconds": elapsed,
-        "allocs_per_s": n_asks / elapsed,
-        "us_per_alloc": elapsed / n_asks * 1e6,
+        "allocs_per_s": case.asks / elapsed,
+        "us_per_alloc": elapsed / case.asks * 1e6,
     }
 
 
-async def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--asks", type=int)
-    parser.add_argument("--nodes")
-    parser.add_argument("--repeat", type=int)
-    add_arguments(parser)
-    args = parser.parse_args()
+async def run_once(n_nodes: int, n_asks: int) -> dict[str, Any]:
+    """The 2-queue shape with headroom, in this process (``bench_gang`` compares with it)."""
+    return await run_case(Case(f"nodes={n_nodes}", n_nodes, n_asks), "headroom")
+
+
+def peak_rss_bytes() -> int:
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return rss if sys.platform == "darwin" else rss * 1024  # kilobytes on Linux
+
+
+def child(spec: str) -> None:
+    """``--child``: run one case, print its figures and this process's peak RSS as JSON."""
     from loguru import logger
 
     logger.remove()
-    quick = args.quick
-    n_asks = args.asks or (200 if quick else 10_000)
-    sizes = [
-        int(x) for x in (args.nodes or ("10,20" if quick else "500,1000,2000,5000")).split(",")
-    ]
-    repeat = args.repeat or (1 if quick else 5)
-    run = Run("scheduling", args)
-    progress = run.progress(repeat * len(sizes))
-    # Repeats are interleaved across sizes, so a slow spell of a shared machine hits every
-    # size alike rather than one; each size keeps its best run.
-    best: dict[int, dict[str, float]] = {}
-    for r in range(repeat):
-        for n in sizes:
-            with progress.step(f"{n:,} nodes, {n_asks:,} asks, repeat {r + 1}/{repeat}") as step:
-                once = await run_once(n, n_asks)
-                step.result = f"{once['allocs_per_s']:,.0f} allocs/s"
-            if n not in best or once["allocs_per_s"] > best[n]["allocs_per_s"]:
-                best[n] = once
-    results = [best[n] for n in sizes]
-    print(f"{'nodes':>6} {'asks':>7} {'seconds':>8} {'allocs/s':>10} {'us/alloc':>9}")
+    given = json.loads(spec)
+    figures = asyncio.run(run_case(Case(**given["case"]), given["sizing"]))
+    print(json.dumps({**figures, "rss_bytes": peak_rss_bytes()}))
+
+
+def run_in_subprocess(case: Case, sizing: str) -> dict[str, Any]:
+    """One run in a fresh interpreter, with the 1-minute load average before and after."""
+    spec = json.dumps({"case": asdict(case), "sizing": sizing})
+    before = load_average()
+    done = subprocess.run(
+        [sys.executable, str(Path(__file__).resolve()), "--child", spec],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        check=False,
+    )
+    after = load_average()
+    if done.returncode != 0:
+        raise RuntimeError(f"{case.name} {sizing} failed:\n{done.stdout}\n{done.stderr}")
+    figures: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    figures["load_before"] = before[0] if before else None
+    figures["load_after"] = after[0] if after else None
+    return figures
+
+
+def summarise(case: Case, sizing: str, runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Median and best over the runs of one (case, sizing); every run kept."""
+    rates = [r["allocs_per_s"] for r in runs]
+    loads = [x for r in runs for x in (r["load_before"], r["load_after"]) if x is not None]
+    return {
+        "case": case.name,
+        "sizing": sizing,
+        "nodes": case.nodes,
+        "asks": case.asks,
+        "queues": case.parents * case.leaves or 2,
+        "apps": case.apps,
+        "asks_per_node": asks_per_node(case, sizing),
+        "allocs_per_s": statistics.median(rates),
+        "allocs_per_s_best": max(rates),
+        "us_per_alloc": statistics.median(r["us_per_alloc"] for r in runs),
+        "us_per_alloc_best": min(r["us_per_alloc"] for r in runs),
+        "rss_bytes": max(r["rss_bytes"] for r in runs),
+        "load_min": min(loads) if loads else None,
+        "load_max": max(loads) if loads else None,
+        # no *_per_s key in the runs: bench/ab.py compares the medians only
+        "runs": [
+            {
+                "seconds": r["seconds"],
+                "us_per_alloc": r["us_per_alloc"],
+                "rss_bytes": r["rss_bytes"],
+                "load_before": r["load_before"],
+                "load_after": r["load_after"],
+            }
+            for r in runs
+        ],
+    }
+
+
+def print_table(results: list[dict[str, Any]], repeat: int) -> None:
+    print(f"median and best of {repeat}; RSS: the largest peak; load: 1-minute, lowest-highest")
+    print(
+        f"{'case':<11} {'sizing':<9} {'nodes':>6} {'asks':>7} {'per node':>8} "
+        f"{'med allocs/s':>12} {'best':>8} {'us/alloc':>8} {'RSS MB':>7} {'load':>11}"
+    )
     for res in results:
-        print(
-            f"{res['nodes']:>6} {res['asks']:>7} {res['seconds']:>8.3f} "
-            f"{res['allocs_per_s']:>10,.0f} {res['us_per_alloc']:>9.1f}"
+        load = (
+            f"{res['load_min']:.2f}-{res['load_max']:.2f}" if res["load_min"] is not None else "-"
         )
-    largest, smallest = results[-1], results[0]
-    scaling = largest["us_per_alloc"] / smallest["us_per_alloc"]
-    run.target(
-        "allocs_per_s",
-        f"allocs/s at {largest['nodes']:,.0f} nodes",
-        largest["allocs_per_s"],
-        at_least=TARGET_ALLOCS_PER_S,
+        print(
+            f"{res['case']:<11} {res['sizing']:<9} {res['nodes']:>6} {res['asks']:>7} "
+            f"{res['asks_per_node']:>8} {res['allocs_per_s']:>12,.0f} "
+            f"{res['allocs_per_s_best']:>8,.0f} {res['us_per_alloc']:>8.1f} "
+            f"{res['rss_bytes'] / 2**20:>7.0f} {load:>11}"
+        )
+
+
+def case_targets(run: Run, results: list[dict[str, Any]], sizings: list[str]) -> None:
+    by = {(r["case"], r["sizing"]): r for r in results}
+    for sizing in sizings:
+        small = by.get(("10k-asks", sizing))
+        large = by.get(("100k-asks", sizing))
+        wide = by.get(("50k-nodes", sizing))
+        queues = by.get(("100-queues", sizing))
+        if small:
+            run.target(
+                f"allocs_per_s.10k-asks.{sizing}",
+                f"allocs/s, 10k-asks ({sizing})",
+                small["allocs_per_s"],
+                at_least=TARGET_SMALL_PER_S,
+            )
+        if large:
+            run.target(
+                f"allocs_per_s.100k-asks.{sizing}",
+                f"allocs/s, 100k-asks ({sizing})",
+                large["allocs_per_s"],
+                at_least=TARGET_LARGE_PER_S,
+            )
+        if large and small:
+            run.target(
+                f"scaling.100k-asks.{sizing}",
+                f"us/alloc, 100k-asks vs 10k-asks ({sizing})",
+                large["us_per_alloc"] / small["us_per_alloc"],
+                at_most=TARGET_SCALING,
+                fmt=".2f",
+            )
+        if wide and large:
+            run.target(
+                f"scaling.50k-nodes.{sizing}",
+                f"us/alloc, 50k-nodes vs 100k-asks ({sizing})",
+                wide["us_per_alloc"] / large["us_per_alloc"],
+                at_most=TARGET_SCALING,
+                fmt=".2f",
+            )
+        if wide:
+            run.target(
+                f"rss_mb.50k-nodes.{sizing}",
+                f"peak RSS MB, 50k-nodes ({sizing})",
+                wide["rss_bytes"] / 2**20,
+                at_most=TARGET_RSS_MB,
+            )
+        if queues:
+            run.target(
+                f"allocs_per_s.100-queues.{sizing}",
+                f"allocs/s, 100-queues ({sizing})",
+                queues["allocs_per_s"],
+                at_least=TARGET_QUEUES_PER_S,
+            )
+
+
+def sweep_targets(run: Run, results: list[dict[str, Any]], sizings: list[str]) -> None:
+    for sizing in sizings:
+        mine = [r for r in results if r["sizing"] == sizing]
+        largest, smallest = mine[-1], mine[0]
+        run.target(
+            f"allocs_per_s.{sizing}",
+            f"allocs/s at {largest['nodes']:,} nodes ({sizing})",
+            largest["allocs_per_s"],
+            at_least=TARGET_SMALL_PER_S,
+        )
+        run.target(
+            f"scaling.{sizing}",
+            f"us/alloc at {largest['nodes']:,} vs {smallest['nodes']:,} nodes ({sizing})",
+            largest["us_per_alloc"] / smallest["us_per_alloc"],
+            at_most=TARGET_SCALING,
+            fmt=".2f",
+        )
+
+
+def names(value: str, known: tuple[str, ...] | list[str], what: str) -> list[str]:
+    chosen = [x.strip() for x in value.split(",") if x.strip()]
+    unknown = [x for x in chosen if x not in known]
+    if unknown or not chosen:
+        raise SystemExit(f"unknown {what} {', '.join(unknown)}; known: {', '.join(known)}")
+    return chosen
+
+
+def main() -> int:
+    if sys.argv[1:2] == ["--child"]:
+        child(sys.argv[2])
+        return 0
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    run.target(
-        "scaling",
-        f"per-allocation time at {largest['nodes']:,.0f} vs {smallest['nodes']:,.0f} nodes",
-        scaling,
-        at_most=TARGET_SCALING,
-        fmt=".2f",
-    )
-    return run.finish({"results": results, "scaling": scaling})
+    parser.add_argument("--cases", help=f"comma list of {', '.join(CASES)} (default: all)")
+    parser.add_argument("--sizing", default=",".join(SIZINGS), help="headroom, yunikorn or both")
+    parser.add_argument("--nodes", help="the older sweep: these node counts, 2 queues")
+    parser.add_argument("--asks", type=int, help="asks of the sweep (default 10,000)")
+    parser.add_argument("--repeat", type=int)
+    add_arguments(parser)
+    args = parser.parse_args()
+    quick = args.quick
+    sizings = names(args.sizing, SIZINGS, "sizing")
+    sweep = args.nodes is not None or args.asks is not None
+    if sweep and args.cases:
+        parser.error("--cases and the --nodes/--asks sweep exclude each other")
+    if sweep:
+        n_asks = args.asks or (200 if quick else 10_000)
+        nodes = args.nodes or ("10,20" if quick else "500,1000,2000,5000")
+        cases = [Case(f"nodes={n}", int(n), n_asks) for n in nodes.split(",")]
+    else:
+        table = QUICK_CASES if quick else CASES
+        cases = [table[n] for n in names(args.cases or ",".join(CASES), list(CASES), "case")]
+    repeat = args.repeat or (1 if quick else 3)
+    run = Run("scheduling", args)
+    progress = run.progress(repeat * len(cases) * len(sizings))
+    runs: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for r in range(repeat):
+        for case in cases:
+            for sizing in sizings:
+                label = (
+                    f"{case.name} ({sizing}): {case.nodes:,} nodes, {case.asks:,} asks, "
+                    f"repeat {r + 1}/{repeat}"
+                )
+                with progress.step(label) as step:
+                    once = run_in_subprocess(case, sizing)
+                    step.result = (
+                        f"{once['allocs_per_s']:,.0f} allocs/s, "
+                        f"{once['rss_bytes'] / 2**20:,.0f} MB, load {once['load_after']}"
+                    )
+                runs.setdefault((case.name, sizing), []).append(once)
+    results = [summarise(c, s, runs[(c.name, s)]) for c in cases for s in sizings]
+    print_table(results, repeat)
+    if sweep:
+        sweep_targets(run, results, sizings)
+    else:
+        case_targets(run, results, sizings)
+    return run.finish({"results": results})
 
 
 if __name__ == "__main__":
-    sys.exit(asyncio.run(main()))
+    sys.exit(main())

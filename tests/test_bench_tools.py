@@ -95,15 +95,100 @@ def test_missed_target_without_check_is_reported_but_exits_0(tmp_path: Path) -> 
     assert doc["targets"]["asks_per_s"]["met"] is False
 
 
-def test_ab_still_reads_the_rates_and_no_metadata(tmp_path: Path) -> None:
-    _, doc = run_script("bench_scheduling.py", tmp_path / "out.json")
+def ab_rates(doc: dict[str, Any]) -> dict[str, float]:
     sys.path.insert(0, str(BENCH))
     try:
         import ab  # type: ignore[import-not-found]
     finally:
         sys.path.remove(str(BENCH))
     rates: dict[str, float] = ab.rates(doc)
-    assert set(rates) == {"results[nodes=10].allocs_per_s", "results[nodes=20].allocs_per_s"}
+    return rates
+
+
+def test_ab_still_reads_the_rates_and_no_metadata(tmp_path: Path) -> None:
+    _, doc = run_script(
+        "bench_scheduling.py", tmp_path / "out.json", "--cases", "10k-asks,50k-nodes"
+    )
+    assert set(ab_rates(doc)) == {
+        f"results[case={case},sizing={sizing}].allocs_per_s"
+        for case in ("10k-asks", "50k-nodes")
+        for sizing in ("headroom", "yunikorn")
+    }
+
+
+def test_ab_reads_the_node_sweep_by_nodes(tmp_path: Path) -> None:
+    done, doc = run_script(
+        "bench_scheduling.py", tmp_path / "out.json", "--nodes", "10,20", "--sizing", "headroom"
+    )
+    assert done.returncode == 0, done.stderr
+    assert [r["nodes"] for r in doc["results"]] == [10, 20]
+    assert set(doc["targets"]) == {"allocs_per_s.headroom", "scaling.headroom"}
+    assert set(ab_rates(doc)) == {
+        "results[case=nodes=10,sizing=headroom].allocs_per_s",
+        "results[case=nodes=20,sizing=headroom].allocs_per_s",
+    }
+
+
+def test_scheduling_cases_interleave_with_rss_load_and_time_per_allocation(
+    tmp_path: Path,
+) -> None:
+    done, doc = run_script(
+        "bench_scheduling.py",
+        tmp_path / "out.json",
+        "--cases",
+        "100-queues,10k-asks",
+        "--sizing",
+        "yunikorn",
+        "--repeat",
+        "2",
+    )
+    assert done.returncode == 0, done.stderr
+    # each repeat runs every case once, in the order given
+    labels = re.findall(r"^\[\d+/4\] (\S+) \((\w+)\): .* repeat (\d)/2: ", done.stderr, re.M)
+    assert labels == [
+        ("100-queues", "yunikorn", "1"),
+        ("10k-asks", "yunikorn", "1"),
+        ("100-queues", "yunikorn", "2"),
+        ("10k-asks", "yunikorn", "2"),
+    ]
+    results = {r["case"]: r for r in doc["results"]}
+    assert set(results) == {"100-queues", "10k-asks"}
+    queues = results["100-queues"]
+    assert queues["queues"] > 2 and queues["apps"] > 2
+    for res in results.values():
+        assert res["sizing"] == "yunikorn"
+        assert res["asks_per_node"] == res["asks"] // res["nodes"] + 1
+        assert len(res["runs"]) == 2
+        assert res["allocs_per_s_best"] >= res["allocs_per_s"] > 0
+        assert res["us_per_alloc"] > 0
+        assert res["rss_bytes"] > 10 * 2**20  # a whole interpreter with the scheduler loaded
+        for once in res["runs"]:
+            assert {"seconds", "us_per_alloc", "rss_bytes", "load_before", "load_after"} <= set(
+                once
+            )
+            assert once["load_before"] is not None and once["load_after"] is not None
+        assert res["load_min"] <= res["load_max"]
+    # a target for each selected case; no ratio without the case it compares with
+    assert set(doc["targets"]) == {
+        "allocs_per_s.10k-asks.yunikorn",
+        "allocs_per_s.100-queues.yunikorn",
+    }
+    assert "RSS MB" in done.stdout and "us/alloc" in done.stdout
+
+
+def test_scheduling_unknown_case_is_a_clear_error(tmp_path: Path) -> None:
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+    done = subprocess.run(
+        [sys.executable, str(BENCH / "bench_scheduling.py"), "--quick", "--cases", "1m-asks"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode != 0
+    assert "unknown case 1m-asks" in done.stderr
 
 
 def test_at_most_target_and_scale(common: ModuleType) -> None:
