@@ -20,7 +20,7 @@ from scheduler._application import AppEvent, AppState, TaskGroup
 from scheduler._events import HandshakesDue, PlaceholderTimer
 from scheduler._objects import Allocation, Ask, new_uuid
 from scheduler._placement import show
-from scheduler._resources import add_into, fits, sub_into
+from scheduler._resources import add_into, fits, sub_into, to_si_shared
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Coroutine
@@ -319,7 +319,7 @@ class GangFlows:
         if group is not None:
             group.replaced += 1
         p.total_allocations += 1
-        p.outbox.add("new", real.to_si(ask.resource_si()))
+        p.outbox.add("new", real.to_si(to_si_shared(ask.size)))
         p.outbox.event(
             si.EventRecordType.REQUEST,
             ask.allocation_key,

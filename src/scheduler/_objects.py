@@ -12,7 +12,7 @@ from itertools import count
 import msgspec
 
 from scheduler import si
-from scheduler._resources import Res, add_into, sub, sub_into, to_si
+from scheduler._resources import Res, Size, add_into, sub, sub_into, to_si
 
 __all__ = ["Allocation", "Ask", "Node", "NodeIndex", "Reservation", "new_uuid"]
 
@@ -87,20 +87,13 @@ class Ask(msgspec.Struct, kw_only=True, gc=False, repr_omit_defaults=True):
     created: float = 0.0
     seq: int = 0
     pending: int = -1  # allocations still wanted; starts at max_allocations
-    size: tuple[tuple[str, int], ...] = ()  # the resource as a hashable value
-    si_resource: si.Resource | None = None  # the resource as the SI sends it, made once
+    size: Size = ()  # the resource as a hashable value
 
     def __post_init__(self) -> None:
         if self.pending < 0:
             self.pending = self.max_allocations
         if not self.size:
             self.size = tuple(self.resource.items())
-
-    def resource_si(self) -> si.Resource:
-        res = self.si_resource
-        if res is None:
-            res = self.si_resource = to_si(self.resource)
-        return res
 
 
 class Node:
@@ -113,6 +106,7 @@ class Node:
         "available",
         "capacity",
         "index_key",
+        "index_rank",
         "node_id",
         "occupied",
         "reserved",
@@ -134,7 +128,9 @@ class Node:
         self.allocations: dict[str, Allocation] = {}
         self.schedulable = True
         self.available: Res = {}
-        self.index_key: tuple[float, str] | None = None
+        # Its live entry in the NodeIndex heap (None: not indexed) and its rank by node id.
+        self.index_key: int | None = None
+        self.index_rank = 0
         # The one reservation on this node (a scheduler.Reservation), or None.
         self.reserved: Reservation | None = None
         self.refresh_available()
@@ -209,12 +205,19 @@ DEFAULT_WEIGHTS: dict[str, float] = {"vcore": 1.0, "memory": 1.0}
 class NodeIndex:
     """Schedulable nodes in the order a node sorting policy prefers them.
 
-    ``fair`` puts the least used node first; ``binpacking`` the most used. Nodes sit in a
-    binary heap keyed by (score, node id), so choosing a node never scans every node and a
-    node whose usage changes costs one O(log n) push (``heapq`` is C). The heap is lazy:
-    a node's live entry is the very tuple in ``node.index_key``; entries a node left behind
-    (older keys, removed nodes) are dropped when they reach the top, and the heap is rebuilt
-    when stale entries outnumber live ones.
+    ``fair`` puts the least used node first; ``binpacking`` the most used; nodes of equal
+    score in node id order (YuniKorn's node collection). Nodes sit in a binary heap, so
+    choosing a node never scans every node and a node whose usage changes costs one
+    O(log n) push (``heapq`` is C). A heap entry is one integer: the node's score, in
+    steps of 2**-32, above the node's rank among the node ids (``_RANK_BITS``), so entries
+    compare as fast as integers do and carry no tuple. The heap is lazy: a node's live
+    entry equals ``node.index_key``; entries a node left behind (older keys, removed
+    nodes) are dropped when they reach the top, and the heap is rebuilt when stale entries
+    outnumber live ones.
+
+    Ranks follow node id order: a node whose id sorts after every other takes the next
+    rank; any other new node has every node ranked again (once, before the index is next
+    used), which a batch of new nodes pays once.
     """
 
     POLICIES = ("fair", "binpacking")
@@ -225,8 +228,12 @@ class NodeIndex:
         self.policy = policy
         self.weights = dict(weights) if weights else dict(DEFAULT_WEIGHTS)
         self._binpacking = policy == "binpacking"
-        self._heap: list[tuple[float, str]] = []
+        self._heap: list[int] = []
         self._nodes: dict[str, Node] = {}
+        self._by_rank: dict[int, Node] = {}
+        self._next_rank = 0
+        self._last_id = ""  # the greatest node id ranked so far
+        self._rerank = False  # a node came in out of id order: rank them all again
         # Per node: (resource name, weight / (capacity * total weight)) for the weighted
         # resources the node has, so a score is one short sum.
         self._factors: dict[str, tuple[tuple[str, float], ...]] = {}
@@ -237,26 +244,54 @@ class NodeIndex:
         total = sum(w for _, w, _ in present)
         self._factors[node.node_id] = tuple((n, w / (c * total)) for n, w, c in present)
 
-    def _key(self, node: Node) -> tuple[float, str]:
+    def _key(self, node: Node) -> int:
         allocated = node.allocated
         used = 0.0
         for name, factor in self._factors[node.node_id]:
             used += allocated.get(name, 0) * factor
-        return (1.0 - used if self._binpacking else used, node.node_id)
+        score = int((1.0 - used if self._binpacking else used) * _SCORE_STEPS)
+        return (score << _RANK_BITS) + node.index_rank
 
-    def _push(self, node: Node, key: tuple[float, str]) -> None:
+    def _push(self, node: Node, key: int) -> None:
         node.index_key = key
         heap = self._heap
         heappush(heap, key)
         if len(heap) > 2 * len(self._nodes) + 64:
-            self._heap = [n.index_key for n in self._nodes.values() if n.index_key is not None]
-            heapify(self._heap)
+            self._rebuild()
+
+    def _rebuild(self) -> None:
+        self._heap = [n.index_key for n in self._nodes.values() if n.index_key is not None]
+        heapify(self._heap)
+
+    def _rank(self, node: Node) -> None:
+        if node.node_id > self._last_id and self._next_rank < _MAX_RANK:
+            node.index_rank = self._next_rank
+            self._next_rank += 1
+            self._last_id = node.node_id
+            self._by_rank[node.index_rank] = node
+        else:
+            self._rerank = True
+
+    def _rank_all(self) -> None:
+        """Rank every node by id again and rebuild the heap (a node came in out of order)."""
+        self._rerank = False
+        by_rank: dict[int, Node] = {}
+        for rank, node_id in enumerate(sorted(self._nodes)):
+            node = self._nodes[node_id]
+            node.index_rank = rank
+            node.index_key = self._key(node)
+            by_rank[rank] = node
+        self._by_rank = by_rank
+        self._next_rank = len(by_rank)
+        self._last_id = max(self._nodes, default="")
+        self._rebuild()
 
     def refresh(self, node: Node) -> None:
         """Re-sort ``node`` after its capacity changed."""
         if node.index_key is not None:
             self._set_factors(node)
-            self._push(node, self._key(node))
+            if not self._rerank:
+                self._push(node, self._key(node))
 
     def add(self, node: Node) -> None:
         if node.node_id in self._nodes:
@@ -264,22 +299,28 @@ class NodeIndex:
             return
         self._nodes[node.node_id] = node
         self._set_factors(node)
-        self._push(node, self._key(node))
+        self._rank(node)
+        if self._rerank:
+            node.index_key = 0  # indexed; its key comes with the ranking
+        else:
+            self._push(node, self._key(node))
 
     def discard(self, node: Node) -> None:
         if self._nodes.pop(node.node_id, None) is not None:
             node.index_key = None
             del self._factors[node.node_id]
+            if self._by_rank.get(node.index_rank) is node:
+                del self._by_rank[node.index_rank]
 
     def update(self, node: Node) -> None:
         """Re-sort ``node`` after its usage changed."""
         old = node.index_key
-        if old is None:
-            return
+        if old is None or self._rerank:
+            return  # not indexed, or every key is made again before the next use
         key = self._key(node)
         if key != old:
             heap = self._heap
-            if heap and heap[0] is old:
+            if heap and heap[0] == old:
                 # Usually the node just allocated to is the top: one sift instead of a push
                 # now and a pop of the stale entry later.
                 node.index_key = key
@@ -288,26 +329,30 @@ class NodeIndex:
                 self._push(node, key)
 
     def __iter__(self) -> Iterator[Node]:
-        nodes = self._nodes
-        for _, node_id in sorted(n.index_key for n in nodes.values() if n.index_key):
-            yield nodes[node_id]
+        if self._rerank:
+            self._rank_all()
+        by_rank = self._by_rank
+        for key in sorted(n.index_key for n in self._nodes.values() if n.index_key is not None):
+            yield by_rank[key & _RANK_MASK]
 
     def first_fit(
         self, res: Mapping[str, int], exclude: set[str] | frozenset[str] = frozenset()
     ) -> Node | None:
         """The first node in policy order, not in ``exclude``, with ``res`` available."""
+        if self._rerank:
+            self._rank_all()
         heap = self._heap
-        nodes = self._nodes
+        by_rank = self._by_rank
         items = tuple(res.items())
-        held: list[tuple[float, str]] = []
+        held: list[int] = []
         found = None
         while heap:
             key = heap[0]
-            node = nodes.get(key[1])
-            if node is None or node.index_key is not key:
+            node = by_rank.get(key & _RANK_MASK)
+            if node is None or node.index_key != key:
                 heappop(heap)  # left behind by a move or a removal
                 continue
-            if not (exclude and key[1] in exclude):
+            if not (exclude and node.node_id in exclude):
                 available = node.available
                 for name, v in items:
                     if v > available.get(name, 0):
@@ -329,3 +374,9 @@ class NodeIndex:
 
     def __contains__(self, node_id: object) -> bool:
         return node_id in self._nodes
+
+
+_SCORE_STEPS = 1 << 32  # a score (a fraction of the node used) in steps of 2**-32
+_RANK_BITS = 32
+_MAX_RANK = 1 << _RANK_BITS
+_RANK_MASK = _MAX_RANK - 1

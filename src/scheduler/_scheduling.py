@@ -15,7 +15,7 @@ import msgspec
 
 from scheduler._application import Application, AppState
 from scheduler._objects import Allocation, Ask, Node, new_uuid
-from scheduler._resources import fits, fits_under_max
+from scheduler._resources import Size, fits, fits_under_max, to_si_shared
 
 if TYPE_CHECKING:
     from scheduler._partition import Partition
@@ -23,7 +23,6 @@ if TYPE_CHECKING:
 
 __all__ = ["SCHEDULABLE_STATES", "Proposal", "Scheduler"]
 
-Size = tuple[tuple[str, int], ...]
 
 SCHEDULABLE_STATES = frozenset(
     {AppState.ACCEPTED, AppState.STARTING, AppState.RUNNING, AppState.COMPLETING}
@@ -380,7 +379,7 @@ class Scheduler:
             ugm.allocated(app, res)
         if app.reservations:
             p.reservations.after_allocation(app, ask, node)
-        p.outbox.add("new", alloc.to_si(ask.resource_si()))
+        p.outbox.add("new", alloc.to_si(to_si_shared(ask.size)))
         if ask.placeholder or app.state is not AppState.RUNNING:
             # The application's state machine or its gang moves on: its actor's part.
             p.owners[app.application_id].allocated(ask, alloc)

@@ -193,13 +193,18 @@ class RegisterResourceManagerResponse(_Message, kw_only=True):
 _Int64 = Annotated[int, msgspec.Meta(ge=-(1 << 63), le=(1 << 63) - 1)]
 
 
-class Quantity(_Message, kw_only=True):
+# Quantity, Resource and Allocation hold no reference back to a message, so they cannot be
+# part of a reference cycle: ``gc=False`` keeps them (and the dicts of Quantity they hold)
+# out of the cyclic garbage collector, which the core makes one of per allocation.
+
+
+class Quantity(_Message, kw_only=True, gc=False):
     """One quantity, the spec's ``int64``: memory in bytes, ``vcore`` in milli-vcores."""
 
     value: _Int64 = 0
 
 
-class Resource(_Message, kw_only=True):
+class Resource(_Message, kw_only=True, gc=False):
     """A sparse map of resource name to ``Quantity``."""
 
     resources: dict[str, Quantity] = msgspec.field(default_factory=dict)
@@ -279,7 +284,7 @@ class RemoveApplicationRequest(_Message, kw_only=True):
 # --------------------------------------------------------------------------- allocations
 
 
-class Allocation(_Message, kw_only=True):
+class Allocation(_Message, kw_only=True, gc=False):
     """A recovered allocation (RM to scheduler) or a new one (scheduler to RM).
 
     Field 7 (``queueName``) is reserved by the spec and not present.

@@ -5,6 +5,8 @@ from __future__ import annotations
 import itertools
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from scheduler import si
 from scheduler._application import Application, PendingAsks
@@ -673,3 +675,48 @@ def test_outbox_keeps_interleaved_kinds_apart_and_events_after() -> None:
         ("application", si.ApplicationResponse(updated=[updated])),
         ("event", [e1, e2]),
     ]
+
+
+def _reference_order(policy: str, nodes: list[Node]) -> list[str]:
+    """Policy order by brute force: the score as the policy defines it, then the node id."""
+
+    def score(node: Node) -> float:
+        used = sum(node.allocated.get(n, 0) / node.capacity[n] for n in ("memory", "vcore")) / 2
+        return 1.0 - used if policy == "binpacking" else used
+
+    return [n.node_id for n in sorted(nodes, key=lambda n: (score(n), n.node_id))]
+
+
+@pytest.mark.parametrize("policy", ["fair", "binpacking"])
+@given(
+    ops=st.lists(st.tuples(st.integers(0, 3), st.integers(0, 30), st.integers(0, 9)), max_size=60)
+)
+def test_node_index_matches_a_brute_force_order(
+    policy: str, ops: list[tuple[int, int, int]]
+) -> None:
+    """Nodes added in any id order (some after the index was used), removed, added again,
+    filled past their capacity and emptied: the index keeps (score, node id) order, and
+    first_fit takes the first node of it with room."""
+    index = NodeIndex(policy)
+    live: dict[str, Node] = {}
+    for op, n, amount in ops:
+        node_id = f"n{n:02d}"
+        node = live.get(node_id)
+        if op == 0 and node is None:
+            live[node_id] = node = make_node(node_id)
+            index.add(node)
+        elif op == 1 and node is not None:
+            index.discard(live.pop(node_id))
+        elif op == 2 and node is not None:  # may go past capacity: binpacking scores < 0
+            node.add_allocation(make_alloc(node_id=node_id, memory=amount * 15, vcore=amount))
+            index.update(node)
+        elif op == 3 and node is not None and node.allocations:
+            node.remove_allocation(next(iter(node.allocations)))
+            index.update(node)
+        elif op == 3:
+            index.first_fit({"memory": amount})
+    expected = _reference_order(policy, list(live.values()))
+    assert order(index) == expected
+    fitting = [i for i in expected if live[i].available.get("memory", 0) >= 5]
+    chosen = index.first_fit({"memory": 5})
+    assert (chosen.node_id if chosen else None) == (fitting[0] if fitting else None)
