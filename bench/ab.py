@@ -46,7 +46,8 @@ def _label(item: Any, index: int) -> str | int:
         return index
     if "case" in item:
         sizing = f",sizing={item['sizing']}" if "sizing" in item else ""
-        return f"case={item['case']}{sizing}"
+        gc_mode = f",gc={item['gc']}" if "gc" in item else ""
+        return f"case={item['case']}{sizing}{gc_mode}"
     if "nodes" in item:
         return f"nodes={item['nodes']}"
     return index

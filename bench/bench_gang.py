@@ -514,6 +514,7 @@ async def main() -> int:
 
 if __name__ == "__main__":
     try:
+        scheduler.tune_gc()  # this process is the benchmark's own, as a daemon's would be
         sys.exit(asyncio.run(main()))
     except BenchError as exc:
         print(f"FAIL: {exc}", file=sys.stderr)

@@ -15,7 +15,10 @@ each in two node sizings: ``headroom`` (every node holds twice its share of the 
 them, so the cluster ends nearly full).
 
 Each run is a fresh subprocess, so its peak RSS is its own and no heap or GC state carries
-over. Repeats are interleaved: each repeat runs every (case, sizing) once in turn, so a slow
+over. The subprocess owns its interpreter, so it tunes the garbage collector as a daemon
+would (``scheduler.tune_gc()`` once imports are done); ``--gc default,tuned`` runs both
+ways, interleaved, to show what the tuning is worth (the targets read the tuned runs).
+Repeats are interleaved: each repeat runs every (case, sizing, gc) once in turn, so a slow
 spell of a shared machine hits all alike. The table shows, per (case, sizing), the median
 and best allocations/s, the median time per allocation, the peak RSS (the largest over the
 repeats) and the 1-minute load average sampled right before and after each run (lowest and
@@ -29,7 +32,7 @@ Targets (on the medians, in each sizing):
 ``--check`` exits 1 when one is missed.
 
     python bench/bench_scheduling.py [--cases 10k-asks,...] [--sizing headroom,yunikorn]
-        [--repeat 3] [--quick] [--check] [--out FILE]
+        [--gc tuned,default] [--repeat 3] [--quick] [--check] [--out FILE]
 
 ``--nodes 500,1000`` (with ``--asks N``, default 10,000) runs the older sweep instead: the
 2-queue shape at each node count, with the targets >= 75,000 allocations/s at the largest
@@ -63,6 +66,7 @@ TARGET_SCALING = 1.3  # per-allocation time against the smaller case
 TARGET_RSS_MB = 300  # 50k-nodes
 
 SIZINGS = ("headroom", "yunikorn")
+GC_MODES = ("tuned", "default")  # scheduler.tune_gc() in the run's process, or CPython's own
 
 
 @dataclass(frozen=True)
@@ -223,13 +227,15 @@ def child(spec: str) -> None:
 
     logger.remove()
     given = json.loads(spec)
+    if given.get("gc", "tuned") == "tuned":
+        scheduler.tune_gc()
     figures = asyncio.run(run_case(Case(**given["case"]), given["sizing"]))
     print(json.dumps({**figures, "rss_bytes": peak_rss_bytes()}))
 
 
-def run_in_subprocess(case: Case, sizing: str) -> dict[str, Any]:
+def run_in_subprocess(case: Case, sizing: str, gc_mode: str = "tuned") -> dict[str, Any]:
     """One run in a fresh interpreter, with the 1-minute load average before and after."""
-    spec = json.dumps({"case": asdict(case), "sizing": sizing})
+    spec = json.dumps({"case": asdict(case), "sizing": sizing, "gc": gc_mode})
     before = load_average()
     done = subprocess.run(
         [sys.executable, str(Path(__file__).resolve()), "--child", spec],
@@ -247,13 +253,14 @@ def run_in_subprocess(case: Case, sizing: str) -> dict[str, Any]:
     return figures
 
 
-def summarise(case: Case, sizing: str, runs: list[dict[str, Any]]) -> dict[str, Any]:
-    """Median and best over the runs of one (case, sizing); every run kept."""
+def summarise(case: Case, sizing: str, gc_mode: str, runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Median and best over the runs of one (case, sizing, gc mode); every run kept."""
     rates = [r["allocs_per_s"] for r in runs]
     loads = [x for r in runs for x in (r["load_before"], r["load_after"]) if x is not None]
     return {
         "case": case.name,
         "sizing": sizing,
+        "gc": gc_mode,
         "nodes": case.nodes,
         "asks": case.asks,
         "queues": case.parents * case.leaves or 2,
@@ -283,7 +290,7 @@ def summarise(case: Case, sizing: str, runs: list[dict[str, Any]]) -> dict[str, 
 def print_table(results: list[dict[str, Any]], repeat: int) -> None:
     print(f"median and best of {repeat}; RSS: the largest peak; load: 1-minute, lowest-highest")
     print(
-        f"{'case':<11} {'sizing':<9} {'nodes':>6} {'asks':>7} {'per node':>8} "
+        f"{'case':<11} {'sizing':<9} {'gc':<7} {'nodes':>6} {'asks':>7} {'per node':>8} "
         f"{'med allocs/s':>12} {'best':>8} {'us/alloc':>8} {'RSS MB':>7} {'load':>11}"
     )
     for res in results:
@@ -291,7 +298,8 @@ def print_table(results: list[dict[str, Any]], repeat: int) -> None:
             f"{res['load_min']:.2f}-{res['load_max']:.2f}" if res["load_min"] is not None else "-"
         )
         print(
-            f"{res['case']:<11} {res['sizing']:<9} {res['nodes']:>6} {res['asks']:>7} "
+            f"{res['case']:<11} {res['sizing']:<9} {res['gc']:<7} {res['nodes']:>6} "
+            f"{res['asks']:>7} "
             f"{res['asks_per_node']:>8} {res['allocs_per_s']:>12,.0f} "
             f"{res['allocs_per_s_best']:>8,.0f} {res['us_per_alloc']:>8.1f} "
             f"{res['rss_bytes'] / 2**20:>7.0f} {load:>11}"
@@ -299,7 +307,7 @@ def print_table(results: list[dict[str, Any]], repeat: int) -> None:
 
 
 def case_targets(run: Run, results: list[dict[str, Any]], sizings: list[str]) -> None:
-    by = {(r["case"], r["sizing"]): r for r in results}
+    by = {(r["case"], r["sizing"]): r for r in results if r["gc"] == targets_gc(results)}
     for sizing in sizings:
         small = by.get(("10k-asks", sizing))
         large = by.get(("100k-asks", sizing))
@@ -351,9 +359,14 @@ def case_targets(run: Run, results: list[dict[str, Any]], sizings: list[str]) ->
             )
 
 
+def targets_gc(results: list[dict[str, Any]]) -> str:
+    """The GC mode the targets read: tuned, unless only default runs were made."""
+    return "tuned" if any(r["gc"] == "tuned" for r in results) else "default"
+
+
 def sweep_targets(run: Run, results: list[dict[str, Any]], sizings: list[str]) -> None:
     for sizing in sizings:
-        mine = [r for r in results if r["sizing"] == sizing]
+        mine = [r for r in results if r["sizing"] == sizing and r["gc"] == targets_gc(results)]
         largest, smallest = mine[-1], mine[0]
         run.target(
             f"allocs_per_s.{sizing}",
@@ -387,6 +400,9 @@ def main() -> int:
     )
     parser.add_argument("--cases", help=f"comma list of {', '.join(CASES)} (default: all)")
     parser.add_argument("--sizing", default=",".join(SIZINGS), help="headroom, yunikorn or both")
+    parser.add_argument(
+        "--gc", default="tuned", help="tuned (scheduler.tune_gc, the default), default or both"
+    )
     parser.add_argument("--nodes", help="the older sweep: these node counts, 2 queues")
     parser.add_argument("--asks", type=int, help="asks of the sweep (default 10,000)")
     parser.add_argument("--repeat", type=int)
@@ -394,6 +410,7 @@ def main() -> int:
     args = parser.parse_args()
     quick = args.quick
     sizings = names(args.sizing, SIZINGS, "sizing")
+    gc_modes = names(args.gc, GC_MODES, "gc mode")
     sweep = args.nodes is not None or args.asks is not None
     if sweep and args.cases:
         parser.error("--cases and the --nodes/--asks sweep exclude each other")
@@ -406,23 +423,23 @@ def main() -> int:
         cases = [table[n] for n in names(args.cases or ",".join(CASES), list(CASES), "case")]
     repeat = args.repeat or (1 if quick else 3)
     run = Run("scheduling", args)
-    progress = run.progress(repeat * len(cases) * len(sizings))
-    runs: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    combos = [(c, s, g) for c in cases for s in sizings for g in gc_modes]
+    progress = run.progress(repeat * len(combos))
+    runs: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
     for r in range(repeat):
-        for case in cases:
-            for sizing in sizings:
-                label = (
-                    f"{case.name} ({sizing}): {case.nodes:,} nodes, {case.asks:,} asks, "
-                    f"repeat {r + 1}/{repeat}"
+        for case, sizing, gc_mode in combos:
+            label = (
+                f"{case.name} ({sizing}, gc {gc_mode}): {case.nodes:,} nodes, "
+                f"{case.asks:,} asks, repeat {r + 1}/{repeat}"
+            )
+            with progress.step(label) as step:
+                once = run_in_subprocess(case, sizing, gc_mode)
+                step.result = (
+                    f"{once['allocs_per_s']:,.0f} allocs/s, "
+                    f"{once['rss_bytes'] / 2**20:,.0f} MB, load {once['load_after']}"
                 )
-                with progress.step(label) as step:
-                    once = run_in_subprocess(case, sizing)
-                    step.result = (
-                        f"{once['allocs_per_s']:,.0f} allocs/s, "
-                        f"{once['rss_bytes'] / 2**20:,.0f} MB, load {once['load_after']}"
-                    )
-                runs.setdefault((case.name, sizing), []).append(once)
-    results = [summarise(c, s, runs[(c.name, s)]) for c in cases for s in sizings]
+            runs.setdefault((case.name, sizing, gc_mode), []).append(once)
+    results = [summarise(c, s, g, runs[(c.name, s, g)]) for c, s, g in combos]
     print_table(results, repeat)
     if sweep:
         sweep_targets(run, results, sizings)

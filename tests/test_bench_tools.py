@@ -110,7 +110,7 @@ def test_ab_still_reads_the_rates_and_no_metadata(tmp_path: Path) -> None:
         "bench_scheduling.py", tmp_path / "out.json", "--cases", "10k-asks,50k-nodes"
     )
     assert set(ab_rates(doc)) == {
-        f"results[case={case},sizing={sizing}].allocs_per_s"
+        f"results[case={case},sizing={sizing},gc=tuned].allocs_per_s"
         for case in ("10k-asks", "50k-nodes")
         for sizing in ("headroom", "yunikorn")
     }
@@ -124,8 +124,8 @@ def test_ab_reads_the_node_sweep_by_nodes(tmp_path: Path) -> None:
     assert [r["nodes"] for r in doc["results"]] == [10, 20]
     assert set(doc["targets"]) == {"allocs_per_s.headroom", "scaling.headroom"}
     assert set(ab_rates(doc)) == {
-        "results[case=nodes=10,sizing=headroom].allocs_per_s",
-        "results[case=nodes=20,sizing=headroom].allocs_per_s",
+        "results[case=nodes=10,sizing=headroom,gc=tuned].allocs_per_s",
+        "results[case=nodes=20,sizing=headroom,gc=tuned].allocs_per_s",
     }
 
 
@@ -144,7 +144,9 @@ def test_scheduling_cases_interleave_with_rss_load_and_time_per_allocation(
     )
     assert done.returncode == 0, done.stderr
     # each repeat runs every case once, in the order given
-    labels = re.findall(r"^\[\d+/4\] (\S+) \((\w+)\): .* repeat (\d)/2: ", done.stderr, re.M)
+    labels = re.findall(
+        r"^\[\d+/4\] (\S+) \((\w+), gc tuned\): .* repeat (\d)/2: ", done.stderr, re.M
+    )
     assert labels == [
         ("100-queues", "yunikorn", "1"),
         ("10k-asks", "yunikorn", "1"),
@@ -241,3 +243,41 @@ def test_commit_without_git(
     info = common.commit_info(ROOT)
     assert info["sha"] is None and info["dirty"] is None
     assert info["error"].startswith("git: ")
+
+
+def test_scheduling_runs_both_gc_modes_interleaved_and_targets_read_the_tuned_runs(
+    tmp_path: Path,
+) -> None:
+    done, doc = run_script(
+        "bench_scheduling.py",
+        tmp_path / "out.json",
+        "--cases",
+        "10k-asks",
+        "--sizing",
+        "headroom",
+        "--gc",
+        "default,tuned",
+    )
+    assert done.returncode == 0, done.stderr
+    labels = re.findall(
+        r"^\[\d+/2\] 10k-asks \(headroom, gc (\w+)\): .* repeat 1/1: ", done.stderr, re.M
+    )
+    assert labels == ["default", "tuned"]
+    by_gc = {r["gc"]: r for r in doc["results"]}
+    assert set(by_gc) == {"default", "tuned"}
+    target = doc["targets"]["allocs_per_s.10k-asks.headroom"]
+    assert target["value"] == by_gc["tuned"]["allocs_per_s"]
+
+
+def test_scheduling_refuses_an_unknown_gc_mode(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, str(BENCH / "bench_scheduling.py"), "--quick", "--gc", "frozen"],
+        cwd=ROOT,
+        env=dict(os.environ, PYTHONPATH=str(ROOT / "src")),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode != 0
+    assert "unknown gc mode frozen; known: tuned, default" in done.stderr

@@ -21,6 +21,7 @@ from loguru import logger as _logger
 from scheduler._callback import ResourceManagerCallback
 from scheduler._core import Core, start_scheduler
 from scheduler._errors import ConfigError, NotFoundError, SchedulerError
+from scheduler._gc import tune_gc
 from scheduler._timeouts import Timeouts
 
 _logger.disable("scheduler")  # a library adds no sinks and stays quiet unless enabled
@@ -38,4 +39,5 @@ __all__ = [
     "SchedulerError",
     "Timeouts",
     "start_scheduler",
+    "tune_gc",
 ]

@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
-from scheduler._cli import main
+from scheduler._cli import main as run_cli
+from scheduler._gc import tune_gc
+
+
+def main() -> int:
+    """The console script: this process is the command line's own, so once the imports
+    are done the garbage collector is tuned for the core (``scheduler.tune_gc``)."""
+    tune_gc()
+    return run_cli()
+
 
 if __name__ == "__main__":
     raise SystemExit(main())
