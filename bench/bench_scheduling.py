@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import math
 import resource
@@ -51,6 +52,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -150,8 +152,13 @@ class Counter(scheduler.ResourceManagerCallback):
             self.done.set()
 
 
-async def run_case(case: Case, sizing: str) -> dict[str, Any]:
-    """One timed run of a case in this process."""
+async def run_case(
+    case: Case,
+    sizing: str,
+    timed: Callable[[], contextlib.AbstractContextManager[object]] = contextlib.nullcontext,
+) -> dict[str, Any]:
+    """One timed run of a case in this process; ``timed()`` wraps the timed part (a
+    profiler's sampling, say)."""
     rm = Counter(case.asks)
     per_node = asks_per_node(case, sizing)
     config, leaves = queues_yaml(case)
@@ -196,10 +203,11 @@ async def run_case(case: Case, sizing: str) -> dict[str, Any]:
             )
             for i in range(case.asks)
         ]
-        start = time.perf_counter()
-        await core.update_allocation(si.AllocationRequest(rm_id="bench", asks=asks))
-        await asyncio.wait_for(rm.done.wait(), timeout=600)
-        elapsed = time.perf_counter() - start
+        with timed():
+            start = time.perf_counter()
+            await core.update_allocation(si.AllocationRequest(rm_id="bench", asks=asks))
+            await asyncio.wait_for(rm.done.wait(), timeout=600)
+            elapsed = time.perf_counter() - start
         await core.settle()
         assert rm.count == case.asks, (rm.count, case.asks)
     return {

@@ -281,3 +281,35 @@ def test_scheduling_refuses_an_unknown_gc_mode(tmp_path: Path) -> None:
     )
     assert done.returncode != 0
     assert "unknown gc mode frozen; known: tuned, default" in done.stderr
+
+
+def test_floor_runs_the_minimal_loop_beside_the_core(tmp_path: Path) -> None:
+    done, doc = run_script("bench_floor.py", tmp_path / "out.json")
+    assert done.returncode == 0, done.stderr
+    assert doc["floor_allocs_per_s"] > 0 and doc["core_allocs_per_s"] > 0
+    assert len(doc["floor_runs"]) == len(doc["core_runs"]) == 1
+    assert re.search(r"the core takes \d+\.\dx the floor's time per allocation", done.stdout)
+
+
+def test_profile_puts_every_sample_in_a_category(tmp_path: Path) -> None:
+    done, doc = run_script(
+        "profile_scheduling.py", tmp_path / "out.json", "--interval", "0.0002", "--functions", "5"
+    )
+    assert done.returncode == 0, done.stderr
+    rows = doc["categories"]
+    assert rows and abs(sum(r["share"] for r in rows) - 1.0) < 1e-9
+    assert {r["category"] for r in rows} <= {
+        "ingest (proxy checks)",
+        "ingest (asks to applications)",
+        "node choice",
+        "commit",
+        "queue and application order",
+        "proposal (walk and checks)",
+        "output to the RM",
+        "partition actor (turn bookkeeping)",
+        "other scheduler code",
+        "actor runtime (mailboxes, turns)",
+        "event loop and the rest",
+        "garbage collector",
+    }
+    assert "innermost function" in done.stdout
