@@ -336,14 +336,14 @@ class NodeIndex:
             yield by_rank[key & _RANK_MASK]
 
     def first_fit(
-        self, res: Mapping[str, int], exclude: set[str] | frozenset[str] = frozenset()
+        self, size: Size, exclude: set[str] | frozenset[str] = frozenset()
     ) -> Node | None:
-        """The first node in policy order, not in ``exclude``, with ``res`` available."""
+        """The first node in policy order, not in ``exclude``, with ``size`` (a resource as
+        ``Ask.size`` holds it: name and quantity pairs) available."""
         if self._rerank:
             self._rank_all()
         heap = self._heap
         by_rank = self._by_rank
-        items = tuple(res.items())
         held: list[int] = []
         found = None
         while heap:
@@ -354,7 +354,7 @@ class NodeIndex:
                 continue
             if not (exclude and node.node_id in exclude):
                 available = node.available
-                for name, v in items:
+                for name, v in size:
                     if v > available.get(name, 0):
                         break
                 else:

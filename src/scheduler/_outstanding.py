@@ -272,8 +272,8 @@ class _Inspection:
         p = self.outstanding.partition
         refused = p.refused.get(id(ask)) if p.refused else None
         if refused:
-            return p.index.first_fit(ask.resource, refused) is not None
+            return p.index.first_fit(ask.size, refused) is not None
         fits = self.fits_node.get(ask.size)
         if fits is None:
-            fits = self.fits_node[ask.size] = p.index.first_fit(ask.resource) is not None
+            fits = self.fits_node[ask.size] = p.index.first_fit(ask.size) is not None
         return fits

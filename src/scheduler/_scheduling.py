@@ -15,7 +15,7 @@ import msgspec
 
 from scheduler._application import Application, AppState
 from scheduler._objects import Allocation, Ask, Node, new_uuid
-from scheduler._resources import Size, fits, fits_under_max, to_si_shared
+from scheduler._resources import SI_BY_SIZE, Size, fits, fits_under_max, to_si_shared
 
 if TYPE_CHECKING:
     from scheduler._partition import Partition
@@ -220,14 +220,14 @@ class Scheduler:
                     continue
                 refused = p.refused.get(id(ask)) if p.refused else None
                 if refused:
-                    node = index.first_fit(res, refused)
+                    node = index.first_fit(ask.size, refused)
                     if node is not None:
                         return Proposal(app, ask, node)
                     skip.add(id(ask))
                     continue
                 size = ask.size
                 if not (no_node and size in no_node):
-                    node = index.first_fit(res)
+                    node = index.first_fit(size)
                     if node is not None:
                         return Proposal(app, ask, node)
                     no_node.add(size)
@@ -282,7 +282,7 @@ class Scheduler:
             if id(ask) in skip:
                 continue  # an ask with several reservations is looked at once
             if ask.size not in no_node:
-                other = p.index.first_fit(ask.resource)
+                other = p.index.first_fit(ask.size)
                 if other is not None:
                     return Proposal(app, ask, other)
                 no_node.add(ask.size)
@@ -386,7 +386,8 @@ class Scheduler:
             ugm.allocated(app, res)
         if app.reservations:
             p.reservations.after_allocation(app, ask, node)
-        p.outbox.add("new", alloc.to_si(to_si_shared(ask.size)))
+        size = ask.size
+        p.outbox.add("new", alloc.to_si(SI_BY_SIZE.get(size) or to_si_shared(size)))
         if ask.placeholder or app.state is not AppState.RUNNING:
             # The application's state machine or its gang moves on: its actor's part.
             p.owners[app.application_id].allocated(ask, alloc)

@@ -91,6 +91,11 @@ def index_of(policy: str, *nodes: Node) -> NodeIndex:
     return index
 
 
+def size(res: Res) -> tuple[tuple[str, int], ...]:
+    """A resource as NodeIndex.first_fit takes it (``Ask.size``)."""
+    return tuple(res.items())
+
+
 def order(index: NodeIndex) -> list[str]:
     return [n.node_id for n in index]
 
@@ -172,24 +177,24 @@ def test_first_fit_skips_nodes_without_room(policy: str) -> None:
     full = make_node("full", used_memory=95, used_vcore=1)
     roomy = make_node("roomy", used_memory=30, used_vcore=1)
     index = index_of(policy, tiny, full, roomy)
-    chosen = index.first_fit({"memory": 50})
+    chosen = index.first_fit(size({"memory": 50}))
     assert chosen is roomy
     # a resource no node has at all never fits
-    assert index.first_fit({"gpu": 1}) is None
-    assert index.first_fit({"memory": 71}) is None
+    assert index.first_fit(size({"gpu": 1})) is None
+    assert index.first_fit(size({"memory": 71})) is None
 
 
 def test_first_fit_takes_the_first_node_in_policy_order() -> None:
     nodes = _three_nodes()
-    assert index_of("fair", *nodes).first_fit({"memory": 10}) is nodes[1]  # empty
-    assert index_of("binpacking", *nodes).first_fit({"memory": 10}) is nodes[0]  # half
+    assert index_of("fair", *nodes).first_fit(size({"memory": 10})) is nodes[1]  # empty
+    assert index_of("binpacking", *nodes).first_fit(size({"memory": 10})) is nodes[0]  # half
 
 
 def test_first_fit_counts_occupied_resources() -> None:
     node = Node("n", {"memory": 100}, occupied={"memory": 80})
     index = index_of("fair", node)
-    assert index.first_fit({"memory": 30}) is None
-    assert index.first_fit({"memory": 20}) is node
+    assert index.first_fit(size({"memory": 30})) is None
+    assert index.first_fit(size({"memory": 20})) is node
 
 
 def test_discarded_node_leaves_the_index() -> None:
@@ -198,7 +203,7 @@ def test_discarded_node_leaves_the_index() -> None:
     index.discard(a)
     assert "a" not in index and len(index) == 1
     assert order(index) == ["b"]
-    assert index.first_fit({"memory": 1}) is b
+    assert index.first_fit(size({"memory": 1})) is b
 
 
 def test_unknown_node_sort_policy_raises() -> None:
@@ -714,9 +719,9 @@ def test_node_index_matches_a_brute_force_order(
             node.remove_allocation(next(iter(node.allocations)))
             index.update(node)
         elif op == 3:
-            index.first_fit({"memory": amount})
+            index.first_fit(size({"memory": amount}))
     expected = _reference_order(policy, list(live.values()))
     assert order(index) == expected
     fitting = [i for i in expected if live[i].available.get("memory", 0) >= 5]
-    chosen = index.first_fit({"memory": 5})
+    chosen = index.first_fit(size({"memory": 5}))
     assert (chosen.node_id if chosen else None) == (fitting[0] if fitting else None)
