@@ -6,8 +6,12 @@ sample goes to the category of the innermost frame that names one (``CATEGORIES`
 helper with no category of its own (resource arithmetic, say) counts for its caller, and a
 sample taken while the cyclic garbage collector runs counts as ``garbage collector``. The
 table shows each category's share and its time per allocation (the share of the run's
-wall-clock time per allocation). Sampling adds a few percent to the run; unlike cProfile it
-does not inflate code that makes many small calls.
+wall-clock time per allocation). Unlike cProfile it does not inflate code that makes many
+small calls, but it has a bias of its own: the loop thread lets the sampler in only where it
+checks for a thread switch (calls into Python functions, loop back-edges), so a sample
+after a long C call (a clock read, a big sort) lands on the Python code right after it.
+Read the shares as a map of where to look, and confirm a change by its instruction count
+(``valgrind --tool=callgrind``) or an interleaved A/B (``bench/ab.py``).
 
     python bench/profile_scheduling.py [--case 10k-asks] [--sizing headroom] [--repeat 3]
         [--interval 0.0005] [--gc tuned|default] [--functions N] [--quick] [--out FILE]
