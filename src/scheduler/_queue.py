@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Callable, Iterable, Mapping
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
@@ -51,7 +52,7 @@ class Queue:
         self.path: str = f"{parent.path}.{name}" if parent else name
         self.leaf = leaf
         self.dynamic = dynamic
-        self.status = QueueStatus.ACTIVE
+        self._status = QueueStatus.ACTIVE
         self.max_resources: Res = {}
         self.guaranteed: Res = {}
         self.properties: dict[str, str] = {}
@@ -73,13 +74,23 @@ class Queue:
         self.pending_apps: SortedDict = SortedDict()
         # The children with pending work: what scheduling walks below a parent.
         self.pending_children: dict[str, Queue] = {}
+        # Those of them not stopped, in the order scheduling tries them, and their keys
+        # (ascending, one per child, in step): kept sorted as children change (see
+        # ``sorted_children``). A child whose key may have moved waits in ``_dirty``.
+        self._ordered: list[Queue] = []
+        self._keys: list[OrderKey] = []
+        self._dirty: list[Queue] = []
         self.allocated: Res = {}
         self.pending: Res = {}
         # What gang applications that started placing placeholders below this queue have
         # yet to place: a new gang starts only if its total fits beside it.
         self.gang_reserved: Res = {}
-        # The key this queue sorts by among its siblings, recomputed only after a change.
+        # The key this queue is filed under in its parent's order (None: not in it), and
+        # whether it waits in the parent's ``_dirty`` to be filed again. Root has no parent:
+        # it counts as waiting for good, so nothing ever files it.
         self.order_key: OrderKey | None = None
+        self.order_dirty = parent is None
+        self._parent_dirty: list[Queue] = parent._dirty if parent is not None else []
         # Self first, root last: the chain a usage change or a quota check walks.
         self.chain: tuple[Queue, ...] = (self, *(parent.chain if parent else ()))
         self.root: Queue = self.chain[-1]
@@ -104,6 +115,16 @@ class Queue:
             parent.leaf = False
         self.refresh_limits()
 
+    @property
+    def status(self) -> QueueStatus:
+        return self._status
+
+    @status.setter
+    def status(self, status: QueueStatus) -> None:
+        if status is not self._status:
+            self._status = status
+            self.order_changed()  # a stopped queue leaves its parent's order
+
     def configure(
         self,
         *,
@@ -127,8 +148,7 @@ class Queue:
         if self.priority_settings != old_settings and self.root.priorities_active:
             forget_priorities(self)
         self.refresh_order()
-        for child in self.children.values():
-            child.order_key = None  # this queue may order them differently now
+        self.order_changed()  # its guarantee may have changed
         self.refresh_limits()
 
     def _read_sort_policy(self) -> str:
@@ -154,6 +174,23 @@ class Queue:
                 _priority_then_fair if self.priority_settings.sort else _fair_then_priority
             )
         self.apps_by_priority = None
+        self._refile_children()
+
+    def _refile_children(self) -> None:
+        """Key every child again: the way this queue orders them may have changed, and
+        keys of two kinds do not compare, so the order starts over."""
+        self._ordered = []
+        self._keys = []
+        for child in self.children.values():
+            child.order_key = None
+            child.order_changed()
+
+    def order_changed(self) -> None:
+        """This queue's key among its siblings may have moved: the parent files it again
+        when it is next walked."""
+        if not self.order_dirty:
+            self.order_dirty = True
+            self._parent_dirty.append(self)
 
     def apply_config(self, conf: QueueConfig) -> None:
         """Take the configured values of ``conf``: the queue is managed and active."""
@@ -188,6 +225,7 @@ class Queue:
         assert parent is not None
         del parent.children[self.name]
         parent.pending_children.pop(self.name, None)
+        parent._unfile(self)
 
     def inherited_property(self, key: str) -> str:
         for queue in self.chain:
@@ -205,20 +243,25 @@ class Queue:
             child.refresh_limits()
 
     # -- accounting ------------------------------------------------------------------
-    # Every change of usage marks the chain for re-sorting (``order_key = None``).
+    # Every change of usage marks the chain to be filed again in its parents' order
+    # (``order_changed``, inlined on these paths).
     def add_pending(self, delta: Res) -> None:
         for queue in self.chain:
             pending = queue.pending
             add_into(pending, delta)
             for name in [n for n, v in pending.items() if not v]:
                 del pending[name]
-            queue.order_key = None
+            if not queue.order_dirty:
+                queue.order_dirty = True
+                queue._parent_dirty.append(queue)
             queue._pending_to_parent()
 
     def remove_pending(self, res: Res) -> None:
         for queue in self.chain:
             sub_into(queue.pending, res)
-            queue.order_key = None
+            if not queue.order_dirty:
+                queue.order_dirty = True
+                queue._parent_dirty.append(queue)
             if not queue.pending:
                 queue._pending_to_parent()
 
@@ -234,12 +277,16 @@ class Queue:
     def add_allocated(self, res: Res) -> None:
         for queue in self.chain:
             add_into(queue.allocated, res)
-            queue.order_key = None
+            if not queue.order_dirty:
+                queue.order_dirty = True
+                queue._parent_dirty.append(queue)
 
     def remove_allocated(self, res: Res) -> None:
         for queue in self.chain:
             sub_into(queue.allocated, res)
-            queue.order_key = None
+            if not queue.order_dirty:
+                queue.order_dirty = True
+                queue._parent_dirty.append(queue)
 
     def allocate(self, res: Res) -> None:
         """One allocation of ``res`` moves from pending to allocated, up the chain."""
@@ -253,7 +300,9 @@ class Queue:
                 else:
                     del pending[name]
                 allocated[name] = allocated.get(name, 0) + v
-            queue.order_key = None
+            if not queue.order_dirty:
+                queue.order_dirty = True
+                queue._parent_dirty.append(queue)
             if not pending:
                 queue._pending_to_parent()
 
@@ -289,21 +338,44 @@ class Queue:
         """Children with pending work, least used relative to their guarantee first.
 
         A draining queue takes no new applications but still schedules the ones it has;
-        only a stopped queue is skipped (YuniKorn's ``sortQueues``).
+        only a stopped queue is skipped (YuniKorn's ``sortQueues``). The list is kept
+        sorted: only the children whose key may have moved since the last walk are filed
+        again (taken out under the key they were filed under, put back under their new
+        one). Keys end with the child's name, so no two are equal and the order is the one
+        a full sort by ``child_key`` gives. The list is this queue's own: read it, and do
+        not hold it across a change of the tree.
         """
-        active = [c for c in self.pending_children.values() if c.status is not QueueStatus.STOPPED]
-        if len(active) > 1:
-            key = self.child_key
-            for child in active:
-                if child.order_key is None:
-                    child.order_key = key(child)
-            if len(active) == 2:
-                first, second = active
-                if _cached_order(second) < _cached_order(first):
-                    active.reverse()
-            else:
-                active.sort(key=_cached_order)
-        return active
+        if self._dirty:
+            self._refile()
+        return self._ordered
+
+    def _refile(self) -> None:
+        ordered, keys, key = self._ordered, self._keys, self.child_key
+        pending = self.pending_children
+        for child in self._dirty:
+            child.order_dirty = False
+            if child.order_key is not None:
+                self._unfile(child)
+            if pending.get(child.name) is child and child._status is not QueueStatus.STOPPED:
+                new = key(child)
+                at = bisect_left(keys, new)
+                keys.insert(at, new)
+                ordered.insert(at, child)
+                child.order_key = new
+        self._dirty.clear()
+
+    def _unfile(self, child: Queue) -> None:
+        """Take ``child`` out of the order, if it is in it."""
+        old = child.order_key
+        if old is None:
+            return
+        ordered = self._ordered
+        at = bisect_left(self._keys, old)
+        if at >= len(ordered) or ordered[at] is not child:
+            at = ordered.index(child)  # a twin key (a removed queue's namesake): look it up
+        del ordered[at]
+        del self._keys[at]
+        child.order_key = None
 
     def add_application(self, app: Application) -> None:
         """Take ``app`` into this leaf queue (it sets ``app.queue``)."""
@@ -417,11 +489,6 @@ def _fair_then_priority(queue: Queue) -> OrderKey:
     # YuniKorn's sortQueuesByFairnessAndPriority: priority breaks a tie of usage.
     used, pending, name = _queue_order(queue)
     return (used, -current_priority(queue), pending, name)
-
-
-def _cached_order(queue: Queue) -> OrderKey:
-    assert queue.order_key is not None
-    return queue.order_key
 
 
 def _higher_first(app: Application) -> int:
