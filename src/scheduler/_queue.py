@@ -5,6 +5,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Mapping
 from enum import StrEnum
+from operator import neg
 from typing import TYPE_CHECKING, Any
 
 from loguru import logger
@@ -70,8 +71,10 @@ class Queue:
         self.child_key: Callable[[Queue], OrderKey] = _queue_order
         self.children: dict[str, Queue] = {}
         self.applications: dict[str, Application] = {}
-        # The applications with pending asks, in submission order: what scheduling walks.
+        # The applications with pending asks, keyed by submission number, and the same in
+        # submission order as a plain list: what scheduling walks (``pending_changed``).
         self.pending_apps: SortedDict = SortedDict()
+        self.pending_list: list[Application] = []
         # The children with pending work: what scheduling walks below a parent.
         self.pending_children: dict[str, Queue] = {}
         # Those of them not stopped, in the order scheduling tries them, and their keys
@@ -389,14 +392,31 @@ class Queue:
     def remove_application(self, app: Application) -> None:
         if self.applications.get(app.application_id) is app:
             del self.applications[app.application_id]
-            if self.pending_apps.pop(app.submit_seq, None) is not None:
+            if self._unlist(app):
                 app_priority_moved(self, app)
 
     def pending_changed(self, app: Application) -> None:
         if app.pending_asks:
-            self.pending_apps[app.submit_seq] = app
+            seq = app.submit_seq
+            pending = self.pending_apps
+            if seq not in pending:
+                pending[seq] = app
+                if self.pending_list and seq < self.pending_list[-1].submit_seq:
+                    self.pending_list.insert(pending.index(seq), app)
+                else:
+                    self.pending_list.append(app)  # the newest: the common case
         else:
-            self.pending_apps.pop(app.submit_seq, None)
+            self._unlist(app)
+
+    def _unlist(self, app: Application) -> bool:
+        """Take ``app`` out of the pending applications; whether it was in them."""
+        pending = self.pending_apps
+        seq = app.submit_seq
+        if seq not in pending:
+            return False
+        del self.pending_list[pending.index(seq)]
+        del pending[seq]
+        return True
 
     def sorted_applications(self, *, state_filter: bool = True) -> Iterable[Application]:
         """Applications to schedule, in the queue's order (YuniKorn's ``sortApplications``).
@@ -408,26 +428,25 @@ class Queue:
         priority, when in play, comes first (see ``scheduler._priority``).
         """
         if self.fifo_order:
-            # Keys in order, each looked up: all in C, no view or generator per call.
-            return map(self.pending_apps.__getitem__, self.pending_apps)
+            return self.pending_list  # kept in order: nothing built per call
         by_priority = self.priority_settings.sort and self.root.priorities_active
         policy = self.sort_policy
         if policy == "fair":
             return self._fair_order(by_priority)
         if policy == "stateaware":
-            apps = self._state_aware() if state_filter else list(self.pending_apps.values())
+            apps = self._state_aware() if state_filter else list(self.pending_list)
             if by_priority and len(apps) > 1:
                 apps.sort(key=_higher_first)  # stable: submission order within a priority
             return apps
         cached = self.apps_by_priority  # fifo by priority: kept until a priority moves
         if cached is None:
-            cached = self.apps_by_priority = sorted(self.pending_apps.values(), key=_higher_first)
+            cached = self.apps_by_priority = sorted(self.pending_list, key=_higher_first)
         return cached
 
     def _fair_order(self, by_priority: bool) -> list[Application]:
         """Least used first (against the guarantee, else the max); priority first when
         ``by_priority``, else it breaks ties of usage (YuniKorn's fair sorts)."""
-        apps = list(self.pending_apps.values())
+        apps = list(self.pending_list)
         if len(apps) > 1:
             guaranteed = self.guaranteed or self.max_resources
             if by_priority:
@@ -447,7 +466,7 @@ class Queue:
         apps: list[Application] = []
         accepted: Application | None = None
         starting = False
-        for app in self.pending_apps.values():
+        for app in self.pending_list:
             state = app.state
             if state is AppState.ACCEPTED:
                 if accepted is None:
@@ -473,9 +492,10 @@ class Queue:
 
 def _queue_order(queue: Queue) -> OrderKey:
     # Lowest usage share first; on a tie the queue with more pending work, then by name.
+    # (the pending quantities negated and ascending: largest first, all in C)
     return (
         shares(queue.allocated, queue.guaranteed),
-        [-v for v in sorted(queue.pending.values(), reverse=True)],
+        sorted(map(neg, queue.pending.values())),
         queue.name,
     )
 
