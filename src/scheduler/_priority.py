@@ -145,7 +145,7 @@ def forget(queue: Queue) -> None:
     queue.apps_by_priority = None
     for q in queue.chain:
         q.priority_cache = None
-        q.order_key = None
+        q.order_changed()
 
 
 def activate(root: Queue) -> None:
@@ -159,6 +159,5 @@ def activate(root: Queue) -> None:
         queue = stack.pop()
         queue.priority_cache = None
         queue.apps_by_priority = None
-        queue.order_key = None
-        queue.refresh_order()
+        queue.refresh_order()  # its children are keyed again
         stack.extend(queue.children.values())

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Callable, Iterable, Mapping
 from enum import StrEnum
+from operator import neg
 from typing import TYPE_CHECKING, Any
 
 from loguru import logger
@@ -51,7 +53,7 @@ class Queue:
         self.path: str = f"{parent.path}.{name}" if parent else name
         self.leaf = leaf
         self.dynamic = dynamic
-        self.status = QueueStatus.ACTIVE
+        self._status = QueueStatus.ACTIVE
         self.max_resources: Res = {}
         self.guaranteed: Res = {}
         self.properties: dict[str, str] = {}
@@ -69,17 +71,29 @@ class Queue:
         self.child_key: Callable[[Queue], OrderKey] = _queue_order
         self.children: dict[str, Queue] = {}
         self.applications: dict[str, Application] = {}
-        # The applications with pending asks, in submission order: what scheduling walks.
+        # The applications with pending asks, keyed by submission number, and the same in
+        # submission order as a plain list: what scheduling walks (``pending_changed``).
         self.pending_apps: SortedDict = SortedDict()
+        self.pending_list: list[Application] = []
         # The children with pending work: what scheduling walks below a parent.
         self.pending_children: dict[str, Queue] = {}
+        # Those of them not stopped, in the order scheduling tries them, and their keys
+        # (ascending, one per child, in step): kept sorted as children change (see
+        # ``sorted_children``). A child whose key may have moved waits in ``_dirty``.
+        self._ordered: list[Queue] = []
+        self._keys: list[OrderKey] = []
+        self._dirty: list[Queue] = []
         self.allocated: Res = {}
         self.pending: Res = {}
         # What gang applications that started placing placeholders below this queue have
         # yet to place: a new gang starts only if its total fits beside it.
         self.gang_reserved: Res = {}
-        # The key this queue sorts by among its siblings, recomputed only after a change.
+        # The key this queue is filed under in its parent's order (None: not in it), and
+        # whether it waits in the parent's ``_dirty`` to be filed again. Root has no parent:
+        # it counts as waiting for good, so nothing ever files it.
         self.order_key: OrderKey | None = None
+        self.order_dirty = parent is None
+        self._parent_dirty: list[Queue] = parent._dirty if parent is not None else []
         # Self first, root last: the chain a usage change or a quota check walks.
         self.chain: tuple[Queue, ...] = (self, *(parent.chain if parent else ()))
         self.root: Queue = self.chain[-1]
@@ -104,6 +118,16 @@ class Queue:
             parent.leaf = False
         self.refresh_limits()
 
+    @property
+    def status(self) -> QueueStatus:
+        return self._status
+
+    @status.setter
+    def status(self, status: QueueStatus) -> None:
+        if status is not self._status:
+            self._status = status
+            self.order_changed()  # a stopped queue leaves its parent's order
+
     def configure(
         self,
         *,
@@ -127,8 +151,7 @@ class Queue:
         if self.priority_settings != old_settings and self.root.priorities_active:
             forget_priorities(self)
         self.refresh_order()
-        for child in self.children.values():
-            child.order_key = None  # this queue may order them differently now
+        self.order_changed()  # its guarantee may have changed
         self.refresh_limits()
 
     def _read_sort_policy(self) -> str:
@@ -154,6 +177,23 @@ class Queue:
                 _priority_then_fair if self.priority_settings.sort else _fair_then_priority
             )
         self.apps_by_priority = None
+        self._refile_children()
+
+    def _refile_children(self) -> None:
+        """Key every child again: the way this queue orders them may have changed, and
+        keys of two kinds do not compare, so the order starts over."""
+        self._ordered = []
+        self._keys = []
+        for child in self.children.values():
+            child.order_key = None
+            child.order_changed()
+
+    def order_changed(self) -> None:
+        """This queue's key among its siblings may have moved: the parent files it again
+        when it is next walked."""
+        if not self.order_dirty:
+            self.order_dirty = True
+            self._parent_dirty.append(self)
 
     def apply_config(self, conf: QueueConfig) -> None:
         """Take the configured values of ``conf``: the queue is managed and active."""
@@ -188,6 +228,7 @@ class Queue:
         assert parent is not None
         del parent.children[self.name]
         parent.pending_children.pop(self.name, None)
+        parent._unfile(self)
 
     def inherited_property(self, key: str) -> str:
         for queue in self.chain:
@@ -205,20 +246,25 @@ class Queue:
             child.refresh_limits()
 
     # -- accounting ------------------------------------------------------------------
-    # Every change of usage marks the chain for re-sorting (``order_key = None``).
+    # Every change of usage marks the chain to be filed again in its parents' order
+    # (``order_changed``, inlined on these paths).
     def add_pending(self, delta: Res) -> None:
         for queue in self.chain:
             pending = queue.pending
             add_into(pending, delta)
             for name in [n for n, v in pending.items() if not v]:
                 del pending[name]
-            queue.order_key = None
+            if not queue.order_dirty:
+                queue.order_dirty = True
+                queue._parent_dirty.append(queue)
             queue._pending_to_parent()
 
     def remove_pending(self, res: Res) -> None:
         for queue in self.chain:
             sub_into(queue.pending, res)
-            queue.order_key = None
+            if not queue.order_dirty:
+                queue.order_dirty = True
+                queue._parent_dirty.append(queue)
             if not queue.pending:
                 queue._pending_to_parent()
 
@@ -234,12 +280,16 @@ class Queue:
     def add_allocated(self, res: Res) -> None:
         for queue in self.chain:
             add_into(queue.allocated, res)
-            queue.order_key = None
+            if not queue.order_dirty:
+                queue.order_dirty = True
+                queue._parent_dirty.append(queue)
 
     def remove_allocated(self, res: Res) -> None:
         for queue in self.chain:
             sub_into(queue.allocated, res)
-            queue.order_key = None
+            if not queue.order_dirty:
+                queue.order_dirty = True
+                queue._parent_dirty.append(queue)
 
     def allocate(self, res: Res) -> None:
         """One allocation of ``res`` moves from pending to allocated, up the chain."""
@@ -253,7 +303,9 @@ class Queue:
                 else:
                     del pending[name]
                 allocated[name] = allocated.get(name, 0) + v
-            queue.order_key = None
+            if not queue.order_dirty:
+                queue.order_dirty = True
+                queue._parent_dirty.append(queue)
             if not pending:
                 queue._pending_to_parent()
 
@@ -289,21 +341,44 @@ class Queue:
         """Children with pending work, least used relative to their guarantee first.
 
         A draining queue takes no new applications but still schedules the ones it has;
-        only a stopped queue is skipped (YuniKorn's ``sortQueues``).
+        only a stopped queue is skipped (YuniKorn's ``sortQueues``). The list is kept
+        sorted: only the children whose key may have moved since the last walk are filed
+        again (taken out under the key they were filed under, put back under their new
+        one). Keys end with the child's name, so no two are equal and the order is the one
+        a full sort by ``child_key`` gives. The list is this queue's own: read it, and do
+        not hold it across a change of the tree.
         """
-        active = [c for c in self.pending_children.values() if c.status is not QueueStatus.STOPPED]
-        if len(active) > 1:
-            key = self.child_key
-            for child in active:
-                if child.order_key is None:
-                    child.order_key = key(child)
-            if len(active) == 2:
-                first, second = active
-                if _cached_order(second) < _cached_order(first):
-                    active.reverse()
-            else:
-                active.sort(key=_cached_order)
-        return active
+        if self._dirty:
+            self._refile()
+        return self._ordered
+
+    def _refile(self) -> None:
+        ordered, keys, key = self._ordered, self._keys, self.child_key
+        pending = self.pending_children
+        for child in self._dirty:
+            child.order_dirty = False
+            if child.order_key is not None:
+                self._unfile(child)
+            if pending.get(child.name) is child and child._status is not QueueStatus.STOPPED:
+                new = key(child)
+                at = bisect_left(keys, new)
+                keys.insert(at, new)
+                ordered.insert(at, child)
+                child.order_key = new
+        self._dirty.clear()
+
+    def _unfile(self, child: Queue) -> None:
+        """Take ``child`` out of the order, if it is in it."""
+        old = child.order_key
+        if old is None:
+            return
+        ordered = self._ordered
+        at = bisect_left(self._keys, old)
+        if at >= len(ordered) or ordered[at] is not child:
+            at = ordered.index(child)  # a twin key (a removed queue's namesake): look it up
+        del ordered[at]
+        del self._keys[at]
+        child.order_key = None
 
     def add_application(self, app: Application) -> None:
         """Take ``app`` into this leaf queue (it sets ``app.queue``)."""
@@ -317,14 +392,31 @@ class Queue:
     def remove_application(self, app: Application) -> None:
         if self.applications.get(app.application_id) is app:
             del self.applications[app.application_id]
-            if self.pending_apps.pop(app.submit_seq, None) is not None:
+            if self._unlist(app):
                 app_priority_moved(self, app)
 
     def pending_changed(self, app: Application) -> None:
         if app.pending_asks:
-            self.pending_apps[app.submit_seq] = app
+            seq = app.submit_seq
+            pending = self.pending_apps
+            if seq not in pending:
+                pending[seq] = app
+                if self.pending_list and seq < self.pending_list[-1].submit_seq:
+                    self.pending_list.insert(pending.index(seq), app)
+                else:
+                    self.pending_list.append(app)  # the newest: the common case
         else:
-            self.pending_apps.pop(app.submit_seq, None)
+            self._unlist(app)
+
+    def _unlist(self, app: Application) -> bool:
+        """Take ``app`` out of the pending applications; whether it was in them."""
+        pending = self.pending_apps
+        seq = app.submit_seq
+        if seq not in pending:
+            return False
+        del self.pending_list[pending.index(seq)]
+        del pending[seq]
+        return True
 
     def sorted_applications(self, *, state_filter: bool = True) -> Iterable[Application]:
         """Applications to schedule, in the queue's order (YuniKorn's ``sortApplications``).
@@ -336,26 +428,25 @@ class Queue:
         priority, when in play, comes first (see ``scheduler._priority``).
         """
         if self.fifo_order:
-            # Keys in order, each looked up: all in C, no view or generator per call.
-            return map(self.pending_apps.__getitem__, self.pending_apps)
+            return self.pending_list  # kept in order: nothing built per call
         by_priority = self.priority_settings.sort and self.root.priorities_active
         policy = self.sort_policy
         if policy == "fair":
             return self._fair_order(by_priority)
         if policy == "stateaware":
-            apps = self._state_aware() if state_filter else list(self.pending_apps.values())
+            apps = self._state_aware() if state_filter else list(self.pending_list)
             if by_priority and len(apps) > 1:
                 apps.sort(key=_higher_first)  # stable: submission order within a priority
             return apps
         cached = self.apps_by_priority  # fifo by priority: kept until a priority moves
         if cached is None:
-            cached = self.apps_by_priority = sorted(self.pending_apps.values(), key=_higher_first)
+            cached = self.apps_by_priority = sorted(self.pending_list, key=_higher_first)
         return cached
 
     def _fair_order(self, by_priority: bool) -> list[Application]:
         """Least used first (against the guarantee, else the max); priority first when
         ``by_priority``, else it breaks ties of usage (YuniKorn's fair sorts)."""
-        apps = list(self.pending_apps.values())
+        apps = list(self.pending_list)
         if len(apps) > 1:
             guaranteed = self.guaranteed or self.max_resources
             if by_priority:
@@ -375,7 +466,7 @@ class Queue:
         apps: list[Application] = []
         accepted: Application | None = None
         starting = False
-        for app in self.pending_apps.values():
+        for app in self.pending_list:
             state = app.state
             if state is AppState.ACCEPTED:
                 if accepted is None:
@@ -401,9 +492,10 @@ class Queue:
 
 def _queue_order(queue: Queue) -> OrderKey:
     # Lowest usage share first; on a tie the queue with more pending work, then by name.
+    # (the pending quantities negated and ascending: largest first, all in C)
     return (
         shares(queue.allocated, queue.guaranteed),
-        [-v for v in sorted(queue.pending.values(), reverse=True)],
+        sorted(map(neg, queue.pending.values())),
         queue.name,
     )
 
@@ -417,11 +509,6 @@ def _fair_then_priority(queue: Queue) -> OrderKey:
     # YuniKorn's sortQueuesByFairnessAndPriority: priority breaks a tie of usage.
     used, pending, name = _queue_order(queue)
     return (used, -current_priority(queue), pending, name)
-
-
-def _cached_order(queue: Queue) -> OrderKey:
-    assert queue.order_key is not None
-    return queue.order_key
 
 
 def _higher_first(app: Application) -> int:

@@ -12,7 +12,7 @@ from scheduler import si
 from scheduler._application import Application, PendingAsks
 from scheduler._objects import Allocation, Ask, Node, NodeIndex
 from scheduler._outbox import Outbox
-from scheduler._queue import Queue
+from scheduler._queue import Queue, QueueStatus
 from scheduler._resources import Res
 
 _uuids = itertools.count(1)
@@ -554,6 +554,38 @@ def test_sorted_children_tie_more_pending_first_then_name() -> None:
         ("a", {"memory": 100}, {}, {"memory": 5}),
     )
     assert names(root.sorted_children()) == ["b", "a", "c"]
+
+
+def test_sorted_children_follow_a_removed_queue_and_its_namesake() -> None:
+    root, qs = _parent_with(
+        ("a", {"memory": 100}, {}, {"memory": 1}),
+        ("b", {"memory": 100}, {"memory": 10}, {"memory": 1}),
+    )
+    assert names(root.sorted_children()) == ["a", "b"]
+    qs["a"].add_pending({"memory": -1})  # a has nothing left: removable, gone before a walk
+    assert qs["a"].removable() is False  # managed and active: it stays
+    qs["a"].status = QueueStatus.DRAINING
+    qs["a"].detach()
+    again = make_queue("a", root, guaranteed={"memory": 100})
+    again.add_pending({"memory": 1})
+    assert root.sorted_children() == [again, qs["b"]]
+    qs["b"].status = QueueStatus.STOPPED  # a stopped queue is skipped
+    assert root.sorted_children() == [again]
+    qs["b"].status = QueueStatus.ACTIVE
+    assert root.sorted_children() == [again, qs["b"]]
+
+
+def test_sorted_children_follow_a_reconfigured_guarantee() -> None:
+    root, qs = _parent_with(
+        ("a", {"memory": 100}, {"memory": 20}, {"memory": 1}),
+        ("b", {"memory": 100}, {"memory": 10}, {"memory": 1}),
+    )
+    assert names(root.sorted_children()) == ["b", "a"]
+    qs["a"].configure(max_resources={}, guaranteed={"memory": 1000}, properties={})
+    assert names(root.sorted_children()) == ["a", "b"]
+    # the parent's own configuration keys every child again (its order may change)
+    root.configure(max_resources={}, guaranteed={}, properties={})
+    assert names(root.sorted_children()) == ["a", "b"]
 
 
 def _leaf_with_apps(policy: str, guaranteed: Res | None = None) -> tuple[Queue, list[Application]]:
