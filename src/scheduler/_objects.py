@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from heapq import heapify, heappop, heappush, heapreplace
 from itertools import count
+from typing import ClassVar
 
 import msgspec
 
@@ -212,12 +213,12 @@ class NodeIndex:
     ``fair`` puts the least used node first; ``binpacking`` the most used. Nodes sit in a
     binary heap keyed by (score, node id), so choosing a node never scans every node and a
     node whose usage changes costs one O(log n) push (``heapq`` is C). The heap is lazy:
-    a node's live entry is the very tuple in ``node.index_key``; entries a node left behind
+    a node's live entry equals ``node.index_key``; entries a node left behind
     (older keys, removed nodes) are dropped when they reach the top, and the heap is rebuilt
     when stale entries outnumber live ones.
     """
 
-    POLICIES = ("fair", "binpacking")
+    POLICIES: ClassVar[tuple[str, ...]] = ("fair", "binpacking")  # ClassVar: mypyc reads it
 
     def __init__(self, policy: str = "fair", weights: Mapping[str, float] | None = None) -> None:
         if policy not in self.POLICIES:
@@ -279,7 +280,7 @@ class NodeIndex:
         key = self._key(node)
         if key != old:
             heap = self._heap
-            if heap and heap[0] is old:
+            if heap and heap[0] == old:
                 # Usually the node just allocated to is the top: one sift instead of a push
                 # now and a pop of the stale entry later.
                 node.index_key = key
@@ -304,7 +305,7 @@ class NodeIndex:
         while heap:
             key = heap[0]
             node = nodes.get(key[1])
-            if node is None or node.index_key is not key:
+            if node is None or node.index_key != key:
                 heappop(heap)  # left behind by a move or a removal
                 continue
             if not (exclude and key[1] in exclude):
