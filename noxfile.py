@@ -1,7 +1,8 @@
-"""One session per concern: tests, contract, lint, types, docs, bench, demo."""
+"""One session per concern: tests, contract, lint, types, docs, bench, demo, tests_compiled."""
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 import nox
@@ -35,6 +36,51 @@ def contract(session: nox.Session) -> None:
         "-o",
         "asyncio_default_fixture_loop_scope=function",
     )
+
+
+def compiled_modules() -> list[str]:
+    """The dotted names of the modules ``setup.py`` compiles (its ``COMPILED`` list)."""
+    for node in ast.parse((ROOT / "setup.py").read_text()).body:
+        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", None) == "COMPILED":
+            paths: list[str] = ast.literal_eval(node.value)
+            return [p.removesuffix(".py").replace("/", ".") for p in paths]
+    raise RuntimeError("setup.py has no COMPILED list")
+
+
+@nox.session
+def tests_compiled(session: nox.Session) -> None:
+    """The whole suite and the contract check against the mypyc build, installed (not editable).
+
+    Builds with ``SCHEDULER_COMPILE=1`` (setup.py), checks that the compiled modules are the
+    ones imported, and runs pytest with nothing from ``src/`` on the path.
+    """
+    session.install(".[test,compile]")  # the dependencies (and a pure build, replaced next)
+    env = {"SCHEDULER_COMPILE": "1", "PYTHONPATH": ""}
+    session.install("--no-build-isolation", "--no-deps", "--force-reinstall", ".", env=env)
+    modules = compiled_modules()
+    check = (
+        "import importlib\n"
+        f"for name in {modules!r}:\n"
+        "    path = importlib.import_module(name).__file__ or ''\n"
+        "    assert path.endswith('.so') and '/src/' not in path, (name, path)\n"
+        f"print('{len(modules)} compiled modules imported')\n"
+    )
+    run_env = {"PYTHONPATH": ""}
+    session.run("python", "-c", check, env=run_env)
+    session.run("pytest", "-p", "no:cacheprovider", *(session.posargs or ["-q"]), env=run_env)
+    if not CONTRACT.exists():
+        session.log(f"no contract at {CONTRACT}: its check is skipped")
+    else:
+        session.run(
+            "pytest",
+            str(CONTRACT),
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-o",
+            "asyncio_default_fixture_loop_scope=function",
+            env=run_env,
+        )
 
 
 @nox.session

@@ -21,16 +21,21 @@ from typing import Any
 
 import pytest
 
+import scheduler
+
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "bench"
 SCRIPTS = ["bench_scheduling.py", "bench_actors.py", "bench_proxy.py", "bench_gang.py"]
+# The scripts run on the package this test run imports: src/ here, the installed compiled
+# build in ``nox -s tests_compiled``.
+PACKAGE_ROOT = str(Path(scheduler.__file__).parents[1])
 PROGRESS = re.compile(r"^\[(\d+)/(\d+)\] ", re.MULTILINE)
 
 
 def run_script(
     script: str, out: Path, *args: str
 ) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+    env = dict(os.environ, PYTHONPATH=PACKAGE_ROOT)
     env.pop("BENCH_GANG_SMALL", None)
     env.pop("BENCH_REPEAT", None)
     done = subprocess.run(
@@ -179,7 +184,7 @@ def test_scheduling_cases_interleave_with_rss_load_and_time_per_allocation(
 
 
 def test_scheduling_unknown_case_is_a_clear_error(tmp_path: Path) -> None:
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+    env = dict(os.environ, PYTHONPATH=PACKAGE_ROOT)
     done = subprocess.run(
         [sys.executable, str(BENCH / "bench_scheduling.py"), "--quick", "--cases", "1m-asks"],
         cwd=ROOT,

@@ -65,7 +65,9 @@ _FENCE = re.compile(r"^```([\w+-]*)[^\n]*\n(.*?)^```\s*$", re.MULTILINE | re.DOT
 
 def run_python(args: list[str]) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), *filter(None, [env.get("PYTHONPATH")])])
+    # the package this test run imports: src/ here, the compiled build in nox -s tests_compiled
+    package_root = str(Path(scheduler.__file__).parents[1])
+    env["PYTHONPATH"] = os.pathsep.join([package_root, *filter(None, [env.get("PYTHONPATH")])])
     return subprocess.run(
         [sys.executable, *args],
         cwd=ROOT,
