@@ -32,14 +32,13 @@ PACKAGE_ROOT = str(Path(scheduler.__file__).parents[1])
 PROGRESS = re.compile(r"^\[(\d+)/(\d+)\] ", re.MULTILINE)
 
 
-def run_script(
-    script: str, out: Path, *args: str
-) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
+def run_bench(script: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """``script --quick *args`` on the package this test run imports."""
     env = dict(os.environ, PYTHONPATH=PACKAGE_ROOT)
     env.pop("BENCH_GANG_SMALL", None)
     env.pop("BENCH_REPEAT", None)
-    done = subprocess.run(
-        [sys.executable, str(BENCH / script), "--quick", "--out", str(out), *args],
+    return subprocess.run(
+        [sys.executable, str(BENCH / script), "--quick", *args],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -47,6 +46,12 @@ def run_script(
         timeout=120,
         check=False,
     )
+
+
+def run_script(
+    script: str, out: Path, *args: str
+) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
+    done = run_bench(script, "--out", str(out), *args)
     assert out.exists(), f"{script} wrote no JSON:\n{done.stdout}\n{done.stderr}"
     return done, json.loads(out.read_text())
 
@@ -184,16 +189,7 @@ def test_scheduling_cases_interleave_with_rss_load_and_time_per_allocation(
 
 
 def test_scheduling_unknown_case_is_a_clear_error(tmp_path: Path) -> None:
-    env = dict(os.environ, PYTHONPATH=PACKAGE_ROOT)
-    done = subprocess.run(
-        [sys.executable, str(BENCH / "bench_scheduling.py"), "--quick", "--cases", "1m-asks"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    done = run_bench("bench_scheduling.py", "--cases", "1m-asks")
     assert done.returncode != 0
     assert "unknown case 1m-asks" in done.stderr
 
@@ -275,15 +271,7 @@ def test_scheduling_runs_both_gc_modes_interleaved_and_targets_read_the_tuned_ru
 
 
 def test_scheduling_refuses_an_unknown_gc_mode(tmp_path: Path) -> None:
-    done = subprocess.run(
-        [sys.executable, str(BENCH / "bench_scheduling.py"), "--quick", "--gc", "frozen"],
-        cwd=ROOT,
-        env=dict(os.environ, PYTHONPATH=str(ROOT / "src")),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    done = run_bench("bench_scheduling.py", "--gc", "frozen")
     assert done.returncode != 0
     assert "unknown gc mode frozen; known: tuned, default" in done.stderr
 
