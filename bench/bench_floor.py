@@ -31,24 +31,12 @@ from typing import Any
 
 import scheduler
 from _common import Run, add_arguments
-from bench_scheduling import CASES, QUICK_CASES, Case, asks_per_node, run_case
+from bench_scheduling import CASES, QUICK_CASES, Case, asks_per_node, build_asks, run_case
 from scheduler import si
 
 _Resource = si.Resource
 _Quantity = si.Quantity
 INT64_MAX = 2**63 - 1
-
-
-def build_asks(case: Case) -> list[si.AllocationAsk]:
-    return [
-        si.AllocationAsk(
-            allocation_key=f"ask-{i}",
-            application_id=f"app-{i % case.apps + 1}",
-            resource_ask=si.Resource.of(memory=10, vcore=1),
-            max_allocations=1,
-        )
-        for i in range(case.asks)
-    ]
 
 
 def floor_once(case: Case, asks: list[si.AllocationAsk]) -> float:

@@ -152,6 +152,19 @@ class Counter(scheduler.ResourceManagerCallback):
             self.done.set()
 
 
+def build_asks(case: Case) -> list[si.AllocationAsk]:
+    """The case's distinct asks of ``{memory: 10, vcore: 1}``, over its applications in turn."""
+    return [
+        si.AllocationAsk(
+            allocation_key=f"ask-{i}",
+            application_id=f"app-{i % case.apps + 1}",
+            resource_ask=si.Resource.of(memory=10, vcore=1),
+            max_allocations=1,
+        )
+        for i in range(case.asks)
+    ]
+
+
 async def run_case(
     case: Case,
     sizing: str,
@@ -194,15 +207,7 @@ async def run_case(
             )
         )
         await core.settle()
-        asks = [
-            si.AllocationAsk(
-                allocation_key=f"ask-{i}",
-                application_id=f"app-{i % case.apps + 1}",
-                resource_ask=si.Resource.of(memory=10, vcore=1),
-                max_allocations=1,
-            )
-            for i in range(case.asks)
-        ]
+        asks = build_asks(case)
         with timed():
             start = time.perf_counter()
             await core.update_allocation(si.AllocationRequest(rm_id="bench", asks=asks))

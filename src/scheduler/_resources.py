@@ -34,7 +34,7 @@ def to_si(res: Mapping[str, int]) -> si.Resource:
     return si.Resource(resources={name: si.Quantity(value=v) for name, v in res.items()})
 
 
-SI_BY_SIZE: dict[Size, si.Resource] = {}
+_SI_BY_SIZE: dict[Size, si.Resource] = {}
 _SHARED_SI_MAX = 4096  # distinct sizes kept; past it the cache starts over
 
 
@@ -42,11 +42,11 @@ def to_si_shared(size: Size) -> si.Resource:
     """The SI resource of ``size``, one object per distinct size (the allocations the core
     sends share it: messages from the core are read-only). Nothing per ask or allocation
     stays behind for the garbage collector to walk."""
-    res = SI_BY_SIZE.get(size)
+    res = _SI_BY_SIZE.get(size)
     if res is None:
-        if len(SI_BY_SIZE) >= _SHARED_SI_MAX:
-            SI_BY_SIZE.clear()
-        res = SI_BY_SIZE[size] = to_si(dict(size))
+        if len(_SI_BY_SIZE) >= _SHARED_SI_MAX:
+            _SI_BY_SIZE.clear()
+        res = _SI_BY_SIZE[size] = to_si(dict(size))
     return res
 
 

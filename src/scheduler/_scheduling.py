@@ -15,7 +15,7 @@ import msgspec
 
 from scheduler._application import Application, AppState
 from scheduler._objects import Allocation, Ask, Node, new_uuid
-from scheduler._resources import SI_BY_SIZE, Size, fits, fits_under_max, to_si_shared
+from scheduler._resources import Size, fits, fits_under_max, to_si_shared
 
 if TYPE_CHECKING:
     from scheduler._partition import Partition
@@ -386,8 +386,7 @@ class Scheduler:
             ugm.allocated(app, res)
         if app.reservations:
             p.reservations.after_allocation(app, ask, node)
-        size = ask.size
-        p.outbox.add("new", alloc.to_si(SI_BY_SIZE.get(size) or to_si_shared(size)))
+        p.outbox.add("new", alloc.to_si(to_si_shared(ask.size)))
         if ask.placeholder or app.state is not AppState.RUNNING:
             # The application's state machine or its gang moves on: its actor's part.
             p.owners[app.application_id].allocated(ask, alloc)
