@@ -102,14 +102,23 @@ class ApplicationActor(GangFlows, Actor):
         now = p.clock()
         seq = p.take_seq(len(asks))
         for ask in asks:
-            if app.reservations:
-                old = app.asks.get(ask.allocation_key)
-                if old is not None:
+            old = app.asks.get(ask.allocation_key)
+            if old is not None:
+                if app.reservations:
                     p.reservations.release_ask(app, old)
+                if old.gang is not None:
+                    p.permits.ask_removed(app, old)  # its tentative members go with it
             ask.seq = seq
             seq += 1
             ask.created = now
             ask.pending = ask.max_allocations
+            if ask.gang is not None:
+                reason = p.permits.admit(app, ask)
+                if reason:
+                    if old is not None:
+                        self.remove_ask(ask.allocation_key)  # replaced, and refused
+                    p.outbox.reject_ask(ask, reason)
+                    continue
             app.add_ask(ask, delta)
         if delta:
             app.apply_pending(delta)
@@ -125,7 +134,7 @@ class ApplicationActor(GangFlows, Actor):
         if asks:
             if app.state in (AppState.NEW, AppState.COMPLETING):
                 self.transition(AppEvent.RUN)
-            p.wake()
+            p.asks_came()
 
     def release_asks(self, keys: Iterable[str]) -> None:
         """The RM withdraws asks (all of them when ``keys`` is empty)."""
@@ -141,6 +150,9 @@ class ApplicationActor(GangFlows, Actor):
         ask = app.asks.get(key)
         if ask is not None and app.reservations:
             p.reservations.release_ask(app, ask)
+        if ask is not None and ask.gang is not None:
+            p.permits.ask_removed(app, ask)
+            p.wake()  # a cluster change for the gangs: a parked one may go again
         placing = app.placeholders_wanted
         delta = app.remove_ask(key)
         if delta and app.queue is not None:
@@ -172,6 +184,14 @@ class ApplicationActor(GangFlows, Actor):
 
     def _release(self, alloc: Allocation, termination: si.TerminationType, message: str) -> None:
         """Take an allocation away and confirm the release to the RM."""
+        if alloc.tentative:
+            self.log.warning(
+                "release of allocation {} of {} ignored: it is a tentative permit gang "
+                "member the RM has not been sent",
+                alloc.uuid,
+                self.app.application_id,
+            )
+            return
         if (
             termination is REPLACED
             and alloc.release_pending is REPLACED
@@ -207,6 +227,9 @@ class ApplicationActor(GangFlows, Actor):
 
     def allocation_lost(self, alloc: Allocation, message: str) -> None:
         """``alloc`` went with its node (already taken off it)."""
+        if self.partition.permits.lost(alloc):
+            self.partition.wake()  # a tentative member: pending again, the RM never knew
+            return
         self.drop_allocation(alloc)
         self.partition.outbox.release(alloc, si.TerminationType.STOPPED_BY_RM, message)
         self.maybe_complete()
@@ -257,6 +280,7 @@ class ApplicationActor(GangFlows, Actor):
     def remove(self) -> None:
         """The RM removes the application: everything it holds goes."""
         app = self.app
+        self.partition.permits.app_leaving(app)  # tentative members first: the RM has none
         for key in list(app.asks):
             self.remove_ask(key)
         for alloc in list(app.allocations.values()):
@@ -267,6 +291,19 @@ class ApplicationActor(GangFlows, Actor):
                 continue
             event = AppEvent.FAIL if app.state is AppState.FAILING else AppEvent.COMPLETE
             self.transition(event, "application removed by the RM")
+
+    def reject_asks(self, asks: Iterable[Ask], reason: str) -> None:
+        """The core gives up on ``asks`` (a permit gang timed out): each is withdrawn and
+        answered with ``RejectedAllocationAsk``."""
+        app, p = self.app, self.partition
+        removed = False
+        for ask in asks:
+            if app.asks.get(ask.allocation_key) is ask:
+                self.remove_ask(ask.allocation_key)
+                p.outbox.reject_ask(ask, reason)
+                removed = True
+        if removed:
+            self.maybe_complete()
 
     def maybe_complete(self) -> None:
         app = self.app

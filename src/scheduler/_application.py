@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Iterable, Iterator
 from enum import StrEnum
 from typing import TYPE_CHECKING
@@ -96,8 +97,19 @@ def next_state(state: AppState, event: AppEvent) -> AppState:
 _MIN_HOLES = 32  # a small bucket is never worth copying
 
 
+def _order(ask: Ask) -> tuple[float, str, int]:
+    """Where an ask goes among the asks of its priority: by age, a permit gang's members
+    by the age of their gang and then its id (Koordinator's queue sort), so they stay
+    together; then by arrival."""
+    gang = ask.gang
+    if gang is None:
+        return (ask.created, "", ask.seq)
+    return (ask.gang_time, gang.gang_id, ask.seq)
+
+
 class PendingAsks:
-    """Asks with pending allocations, by priority (high first) and then age (old first).
+    """Asks with pending allocations, by priority (high first) and then age (old first);
+    the members of a permit gang by the age of their gang (``_order``).
 
     One insertion-ordered dict per priority: asks are numbered as they arrive, so appending
     keeps each bucket in age order, and adding or removing an ask is O(1) (a new priority
@@ -110,18 +122,24 @@ class PendingAsks:
     live asks.
     """
 
-    __slots__ = ("_buckets", "_holes", "_priorities")
+    __slots__ = ("_buckets", "_holes", "_ordered", "_priorities")
 
     def __init__(self) -> None:
         self._buckets: dict[int, dict[str, Ask]] = {}
         self._holes: dict[int, int] = {}  # removals since the bucket was built or compacted
         self._priorities: list[int] = []  # high first
+        self._ordered = False  # a permit gang member came: keep each bucket in ``_order``
 
     def add(self, ask: Ask) -> bool:
         """Add ``ask``; True if its priority is new here (the highest may have moved)."""
+        if ask.gang is not None:
+            self._ordered = True
         bucket = self._buckets.get(ask.priority)
         if bucket is not None:
-            bucket[ask.allocation_key] = ask
+            if self._ordered and _order(ask) < _order(next(reversed(bucket.values()))):
+                self._insert(bucket, ask)
+            else:
+                bucket[ask.allocation_key] = ask
             return False
         self._buckets[ask.priority] = {ask.allocation_key: ask}
         self._priorities.append(ask.priority)
@@ -144,6 +162,16 @@ class PendingAsks:
             holes = 0
         self._holes[priority] = holes
         return False
+
+    def _insert(self, bucket: dict[str, Ask], ask: Ask) -> None:
+        """Put ``ask`` in its place in ``bucket`` (a member of an older gang came late):
+        the bucket is made again, without holes."""
+        asks = list(bucket.values())
+        key = _order(ask)
+        at = bisect_right([_order(a) for a in asks], key)
+        asks.insert(at, ask)
+        self._buckets[ask.priority] = {a.allocation_key: a for a in asks}
+        self._holes[ask.priority] = 0
 
     def highest(self) -> int:
         """The highest priority of the asks, ``MIN_PRIORITY`` when there are none."""
@@ -243,6 +271,8 @@ class Application:
         # Part of ``placeholder_ask`` still held against the queue quota while placing.
         self.gang_held: Res = {}
         self.gang_started = False  # the first placeholder was allocated
+        # The permit gangs its asks were members of (``scheduler._permit``), in order.
+        self.permit_gangs: dict[str, None] = {}
 
     # -- state -------------------------------------------------------------------------
     def fire(self, event: AppEvent, now: float) -> AppState:

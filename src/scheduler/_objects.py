@@ -13,6 +13,7 @@ from typing import ClassVar
 import msgspec
 
 from scheduler import si
+from scheduler._permit import GangSpec
 from scheduler._resources import Res, Size, add_into, sub, sub_into, to_si
 
 __all__ = ["Allocation", "Ask", "Node", "NodeIndex", "Reservation", "new_uuid"]
@@ -47,6 +48,8 @@ class Allocation(msgspec.Struct, gc=False, repr_omit_defaults=True):
     allocation_time: float = 0.0
     # Released to the RM and waiting for its confirmation (the protocol's own in-between).
     release_pending: si.TerminationType | None = None
+    # A permit gang member placed but not sent to the RM yet (``scheduler._permit``).
+    tentative: bool = False
 
     def to_si(self, resource: si.Resource | None = None) -> si.Allocation:
         """The SI message; ``resource`` is this allocation's resource already converted."""
@@ -85,6 +88,9 @@ class Ask(msgspec.Struct, kw_only=True, gc=False, repr_omit_defaults=True):
     # A real ask of a task group that no placeholder can take (its own was too small): it
     # is scheduled as a normal ask.
     no_replace: bool = False
+    # The permit gang it is a member of (its tags), and that gang's creation time.
+    gang: GangSpec | None = None
+    gang_time: float = 0.0
     created: float = 0.0
     seq: int = 0
     pending: int = -1  # allocations still wanted; starts at max_allocations

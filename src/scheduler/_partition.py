@@ -11,7 +11,7 @@ the shared totals consistent. Plain synchronous code: no anyio, no awaits.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Protocol
 
 from loguru import logger
@@ -19,6 +19,7 @@ from loguru import logger
 from scheduler._events import QueueEmptied
 from scheduler._objects import NodeIndex
 from scheduler._outbox import Outbox
+from scheduler._permit import PermitGangs
 from scheduler._queue import Queue
 from scheduler._reservations import Reservations
 from scheduler._resources import Res, add_into
@@ -53,6 +54,9 @@ class ApplicationOwner(Protocol):
 
     def remove(self) -> None:
         """The RM removes the application: everything it holds goes."""
+
+    def reject_asks(self, asks: Iterable[Ask], reason: str) -> None:
+        """The core gives up on ``asks``: withdrawn, each answered with a rejection."""
 
 
 class Partition:
@@ -99,11 +103,23 @@ class Partition:
         # for, so only then is root part of the quota checks (``Queue.capacity_binds``).
         self.overcommitted: set[str] = set()
         self.total_allocations = 0
+        # Permit gangs (``scheduler._permit``); and a count of cluster changes, which lets
+        # a gang parked until "the cluster changes" go again.
+        self.permits = PermitGangs(self)
+        self.generation = 0
         self._seq = 0
         self.log = logger.bind(partition=self.name)
 
     def wake(self) -> None:
         """Something changed that may make an allocation possible."""
+        self.schedule_pending = True
+        self.generation += 1
+        if self.refused:
+            self.refused = {}
+
+    def asks_came(self) -> None:
+        """New asks: a pass is due, but the cluster is as it was (a gang parked until the
+        cluster changes stays parked)."""
         self.schedule_pending = True
         if self.refused:
             self.refused = {}

@@ -13,7 +13,15 @@ from collections.abc import Iterable
 from contextlib import suppress
 from typing import TYPE_CHECKING
 
-from actors import Actor, ActorDeadError, ActorRef, AskTimeoutError, Dispatcher, TimerHandle
+from actors import (
+    Actor,
+    ActorDeadError,
+    ActorRef,
+    AskTimeoutError,
+    DeadlineExceeded,
+    Dispatcher,
+    TimerHandle,
+)
 from scheduler import _views, si
 from scheduler._app_actor import ApplicationActor
 from scheduler._application import Application
@@ -38,7 +46,7 @@ from scheduler._events import (
     ReservationDue,
     Retire,
 )
-from scheduler._objects import Allocation, Node, NodeIndex
+from scheduler._objects import Allocation, Ask, Node, NodeIndex
 from scheduler._outstanding import InspectOutstanding, OutstandingRequests
 from scheduler._partition import Partition
 from scheduler._placement import gang_problem, place
@@ -49,7 +57,9 @@ from scheduler._timeouts import Timeouts
 from scheduler._ugm import UserGroupManager
 
 if TYPE_CHECKING:
+    from actors import Promise
     from scheduler._config import PartitionConfig, QueueConfig
+    from scheduler._permit import GangGroup
 
 __all__ = ["SCHEDULE_BATCH", "PartitionActor"]
 
@@ -103,6 +113,7 @@ class PartitionActor(Actor):
         )
         self.scheduler = Scheduler(p)
         self.scheduler.checks_predicates = self._predicates
+        p.permits.on_wait = self._watch_gang
         if self._inspects:
             self.outstanding = OutstandingRequests(p, self.scheduler, self._arm)
         p.root.apply_config(self._config.queue)
@@ -510,6 +521,36 @@ class PartitionActor(Actor):
                 scheduler.predicates_checked(proposal, allowed)
         finally:
             self._checking = False
+
+    # ==================================================================== permit gangs
+    def _watch_gang(self, group: GangGroup) -> None:
+        """A permit gang group's wait started (its first tentative member): await it."""
+        wait = group.wait
+        assert wait is not None and group.wait_gang is not None
+        self.run_handler(self._gang_wait(group, wait, group.wait_gang.spec.waiting_time))
+
+    async def _gang_wait(self, group: GangGroup, wait: Promise[bool], seconds: float) -> None:
+        """The group's wait, as a handler of this actor: it ends when the group is bound
+        or rolled back (``wait`` settles), or times the group out when ``seconds`` of the
+        core's clock pass first. The partition goes on scheduling meanwhile."""
+        try:
+            await wait.within(seconds)
+            return
+        except DeadlineExceeded:
+            pass
+        p = self.partition
+        if group.wait is not wait:
+            return  # it settled meanwhile
+        members = p.permits.time_out(group)
+        reason = p.permits.timeout_reason(group)
+        by_app: dict[str, list[Ask]] = {}
+        for app, ask in members:
+            by_app.setdefault(app.application_id, []).append(ask)
+        for app_id, asks in by_app.items():
+            owner = p.owners.get(app_id)
+            if owner is not None:
+                owner.reject_asks(asks, reason)
+        p.wake()  # the room the group held is free
 
     def _arm_reservation_timer(self) -> None:
         due = self.scheduler.reserve_due

@@ -37,6 +37,7 @@ from scheduler._events import (
     NodeUpdate,
     Outbound,
 )
+from scheduler._permit import GangTagError, has_gang_tags, parse_gang
 from scheduler._priority import MAX_PRIORITY, MIN_PRIORITY
 from scheduler._quantity import INT64_MAX, quantity_problem
 
@@ -430,6 +431,12 @@ class RMProxy:
         placeholder = bool(ask.placeholder)
         if placeholder and not group:
             raise _Bad(f"ask {key}: a placeholder ask must name its task group")
+        gang = None
+        if tags and has_gang_tags(tags):
+            try:
+                gang = parse_gang(tags)
+            except GangTagError as exc:
+                raise _Bad(f"ask {key}: {exc}") from None
         return AskSpec(
             allocation_key=key,
             application_id=app_id,
@@ -442,6 +449,7 @@ class RMProxy:
             originator=bool(ask.originator),
             execution_timeout_ms=timeout,
             required_node=tags.get(si.DOMAIN_YUNIKORN + si.KEY_REQUIRED_NODE, "") if tags else "",
+            gang=gang,
         )
 
     def _ask_releases(self, rm: RMRecord, items: Iterable[Any]) -> list[tuple[ActorRef, Any]]:

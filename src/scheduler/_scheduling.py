@@ -19,7 +19,9 @@ from scheduler._resources import Size, fits, fits_under_max, to_si_shared
 
 if TYPE_CHECKING:
     from scheduler._partition import Partition
+    from scheduler._permit import Gang
     from scheduler._queue import Queue
+    from scheduler._ugm import Charge
 
 __all__ = ["SCHEDULABLE_STATES", "Proposal", "Scheduler"]
 
@@ -72,9 +74,16 @@ class Scheduler:
         no_node: set[Size] = set()
         clock = p.clock
         now = clock()
+        permits = p.permits if p.permits else None
+        if permits is not None:
+            permits.begin_pass()
         while made < limit:
             proposal = self.propose(skip, no_node)
+            if permits is not None:
+                permits.after_propose()  # Strict groups a member of which failed go back
             if proposal is None:
+                if permits is not None and permits.resolve_deadlock():
+                    p.schedule_pending = True  # another pass, with the room given back
                 break
             if proposal.reserve:
                 app, ask = proposal.application, proposal.ask
@@ -99,8 +108,12 @@ class Scheduler:
         placeholder's node (YuniKorn's ``tryPlaceholderAllocate``). A real ask larger
         than the placeholder is not put to them: that placeholder is cancelled on the way
         (``begin_replacement``) and the ask goes on as a normal ask."""
-        self.partition.schedule_pending = False
+        p = self.partition
+        p.schedule_pending = False
         skip: set[int] = set()
+        permits = p.permits if p.permits else None
+        if permits is not None:
+            permits.begin_pass()
         proposal = self.propose(skip)
         while (
             proposal is not None
@@ -110,6 +123,10 @@ class Scheduler:
             if not self._replace(proposal):
                 skip.add(id(proposal.ask))
             proposal = self.propose(skip)
+        if permits is not None:
+            permits.after_propose()
+            if proposal is None and permits.resolve_deadlock():
+                p.schedule_pending = True
         return proposal
 
     def predicates_checked(self, proposal: Proposal, allowed: bool) -> Allocation | None:
@@ -176,6 +193,7 @@ class Scheduler:
         app_limited = bool(queue.app_limited_chain)
         gang_limited = bool(queue.max_set_chain)
         ugm = p.ugm
+        permits = p.permits
         for app in queue.sorted_applications():
             if app.state not in SCHEDULABLE_STATES:
                 continue
@@ -198,6 +216,15 @@ class Scheduler:
             for ask in app.pending_asks.in_order():
                 if skip and id(ask) in skip:
                     continue
+                if ask.gang is not None:
+                    gang = permits.schedulable(ask)
+                    if gang is not None:  # a member of a permit gang not yet satisfied
+                        proposal = self._propose_member(
+                            app, ask, gang, queue, charge, skip, no_node
+                        )
+                        if proposal is not None:
+                            return proposal
+                        continue
                 if ask.task_group_name and app.task_groups and not ask.placeholder:
                     step = self._gang_step(app, ask)
                     if step is True:
@@ -236,6 +263,51 @@ class Scheduler:
                     return Proposal(app, ask, node, reserve=True)
                 skip.add(id(ask))
         return None
+
+    def _propose_member(
+        self,
+        app: Application,
+        ask: Ask,
+        gang: Gang,
+        queue: Queue,
+        charge: Charge | None,
+        skip: set[int],
+        no_node: set[Size],
+    ) -> Proposal | None:
+        """A node for a member of permit ``gang``, or None; a member that cannot be placed
+        is reported to the gang (``member_failed``: Strict rolls its group back after the
+        proposal, and it counts for the deadlock check). Members never reserve a node."""
+        p = self.partition
+        permits = p.permits
+        skip.add(id(ask))  # looked at once a proposal: a commit takes it off the skip list
+        if permits.held(gang):
+            return None
+        res = ask.resource
+        if queue.limited_chain and not queue.headroom_fits(res):
+            permits.member_failed(gang, app, ask, "quota", queue.blocking_queue(res))
+            return None
+        if charge is not None and not charge.fits(res):
+            permits.member_failed(gang, app, ask, "limit")
+            return None
+        node: Node | None
+        if ask.required_node:
+            node = self._required_node(ask)
+        else:
+            refused = p.refused.get(id(ask)) if p.refused else None
+            size = ask.size
+            if refused:
+                node = p.index.first_fit(size, refused)
+            elif size in no_node:
+                node = None
+            else:
+                node = p.index.first_fit(size)
+                if node is None:
+                    no_node.add(size)
+        if node is None:
+            permits.member_failed(gang, app, ask, "node")
+            return None
+        skip.discard(id(ask))
+        return Proposal(app, ask, node)
 
     def _required_node(self, ask: Ask) -> Node | None:
         node = self.partition.nodes.get(ask.required_node)
@@ -386,6 +458,8 @@ class Scheduler:
             ugm.allocated(app, res)
         if app.reservations:
             p.reservations.after_allocation(app, ask, node)
+        if ask.gang is not None and p.permits.placed(app, ask, alloc):
+            return alloc  # a tentative member: the RM hears of it with its whole group
         p.outbox.add("new", alloc.to_si(to_si_shared(ask.size)))
         if ask.placeholder or app.state is not AppState.RUNNING:
             # The application's state machine or its gang moves on: its actor's part.

@@ -16,6 +16,7 @@ from scheduler._application import Application
 from scheduler._errors import NotFoundError, SchedulerError
 from scheduler._objects import Allocation, Ask, Node
 from scheduler._partition import Partition
+from scheduler._permit import PermitGangs
 from scheduler._priority import current_priority
 from scheduler._queue import Queue
 from scheduler._resources import Res, add_into
@@ -48,7 +49,7 @@ def answer(p: Partition, kind: str, key: str) -> Any:
         app = p.applications.get(key) or p.terminated.get(key)
         if app is None:
             raise NotFoundError(f"application {key!r} not found in partition {p.name!r}")
-        return application_info(app)
+        return application_info(app, p.permits)
     if kind == "node":
         node = p.nodes.get(key)
         if node is None:
@@ -138,10 +139,11 @@ def allocation_info(alloc: Allocation) -> dict[str, Any]:
         "placeholder": alloc.placeholder,
         "taskGroupName": alloc.task_group_name,
         "releasePending": alloc.release_pending.name if alloc.release_pending else "",
+        "tentative": alloc.tentative,
     }
 
 
-def application_info(app: Application) -> dict[str, Any]:
+def application_info(app: Application, permits: PermitGangs | None = None) -> dict[str, Any]:
     return {
         "applicationID": app.application_id,
         "usedResource": dict(app.allocated),
@@ -161,7 +163,16 @@ def application_info(app: Application) -> dict[str, Any]:
         "placeholderData": placeholder_data(app),
         "hasReserved": bool(app.reservations),
         "reservations": [f"{n}|{r.ask.allocation_key}" for n, r in app.reservations.items()],
+        "gangs": gangs(app, permits),
     }
+
+
+def gangs(app: Application, permits: PermitGangs | None) -> list[dict[str, Any]]:
+    """The permit gangs with members in ``app``, counted for the whole gang."""
+    if permits is None or not app.permit_gangs:
+        return []
+    views = (permits.view(gang_id) for gang_id in app.permit_gangs)
+    return [v for v in views if v is not None]
 
 
 def placeholder_data(app: Application) -> list[dict[str, Any]]:
@@ -216,8 +227,8 @@ def dump(p: Partition) -> dict[str, Any]:
     return {
         "partition": partition_info(p),
         "queues": queue_info(p, p.root),
-        "applications": [application_info(a) for a in p.applications.values()],
-        "terminatedApplications": [application_info(a) for a in p.terminated.values()],
+        "applications": [application_info(a, p.permits) for a in p.applications.values()],
+        "terminatedApplications": [application_info(a, p.permits) for a in p.terminated.values()],
         "nodes": [node_info(n) for n in p.nodes.values()],
         "userUsage": user_usage(p),
         "groupUsage": group_usage(p),

@@ -1,0 +1,801 @@
+"""Permit gangs (seed 001: Koordinator's gang scheduling), declared through ask tags.
+
+A member of a permit gang is placed *tentatively*: the commit counts it on its node, queue
+and application like any allocation, but it is not sent to the RM. When every gang of its
+GangGroup has at least ``min_available`` members placed, all of them are sent together
+(one run of ``AllocationResponse.new``) and the gangs are satisfied: later members are
+normal asks. ``Strict`` rolls every tentative member of the group back when one member
+cannot be placed; ``NonStrict`` lets members accumulate. A group's wait runs from its first
+tentative member; when it passes, the group is rolled back and its members rejected.
+
+Beyond both designs, no deadlock: when a group cannot place a member and younger groups
+hold tentative room that would let it, the youngest of them is rolled back and parked
+(``resolve_deadlock``), so the oldest completes instead of every group waiting out its
+timeout.
+
+Who does what: the proxy parses the tags (``parse_gang``) into a ``GangSpec`` that travels
+on the ``Ask``; the application's actor admits members (``PermitGangs.admit``) and forgets
+them; the scheduling pass reports members it could not place (``member_failed``) and
+commits tentative ones (``placed``); the partition's actor awaits each group's wait
+(``GangGroup.wait``, a promise settled when the group is bound or rolled back) and times
+it out. Everything here runs in the partition's shared turn: plain synchronous code.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+from loguru import logger
+
+from actors import Promise
+from scheduler import si
+from scheduler._resources import Res, add_into, fits, fits_under_max, sub, to_si_shared
+
+if TYPE_CHECKING:
+    from scheduler._application import Application
+    from scheduler._objects import Allocation, Ask
+    from scheduler._partition import Partition
+    from scheduler._queue import Queue
+
+__all__ = [
+    "DEFAULT_WAITING_TIME",
+    "Gang",
+    "GangGroup",
+    "GangSpec",
+    "GangTagError",
+    "PermitGangs",
+    "parse_duration",
+    "parse_gang",
+]
+
+# -- the tags (YuniKorn's SI convention for pod annotations and labels) ------------------
+_ANNOTATION = "kubernetes.io/annotation/"
+_LABEL = "kubernetes.io/label/"
+_KOORD = "gang.scheduling.koordinator.sh/"
+_PODGROUP = "pod-group.scheduling.sigs.k8s.io"
+
+TAG_NAME = _ANNOTATION + _KOORD + "name"
+TAG_MIN_AVAILABLE = _ANNOTATION + _KOORD + "min-available"
+TAG_TOTAL_NUMBER = _ANNOTATION + _KOORD + "total-number"
+TAG_MODE = _ANNOTATION + _KOORD + "mode"
+TAG_WAITING_TIME = _ANNOTATION + _KOORD + "waiting-time"
+TAG_GROUPS = _ANNOTATION + _KOORD + "groups"
+TAG_NAMESPACE = "kubernetes.io/meta/namespace"
+# The scheduler-plugins PodGroup way: the name as a label, min-available as an annotation
+# or a label.
+_NAME_TAGS = (TAG_NAME, _LABEL + _PODGROUP, _LABEL + _PODGROUP + "/name")
+_MIN_TAGS = (
+    TAG_MIN_AVAILABLE,
+    _ANNOTATION + _PODGROUP + "/min-available",
+    _LABEL + _PODGROUP + "/min-available",
+)
+_ANY_GANG_TAG = (*_NAME_TAGS, *_MIN_TAGS)
+
+STRICT = "Strict"
+NON_STRICT = "NonStrict"
+DEFAULT_WAITING_TIME = 600.0
+DEFAULT_NAMESPACE = "default"
+
+
+class GangTagError(ValueError):
+    """An ask's gang tags are invalid; the message names the tag and says why."""
+
+
+class GangSpec(msgspec.Struct, frozen=True, gc=False):
+    """What an ask's tags say about its permit gang. Every member of a gang says the same."""
+
+    gang_id: str  # "<namespace>/<name>"
+    min_available: int
+    total_number: int
+    mode: str  # STRICT or NON_STRICT
+    waiting_time: float  # seconds
+    groups: tuple[str, ...]  # the gang ids of its GangGroup, sorted, itself included
+
+    @property
+    def strict(self) -> bool:
+        return self.mode == STRICT
+
+
+_UNITS = {
+    "ns": 1e-9,
+    "us": 1e-6,
+    "µs": 1e-6,  # U+00B5 MICRO SIGN
+    "μs": 1e-6,  # U+03BC GREEK SMALL LETTER MU
+    "ms": 1e-3,
+    "s": 1.0,
+    "m": 60.0,
+    "h": 3600.0,
+}
+_DURATION_PART = re.compile(r"(\d+\.?\d*|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
+
+
+def parse_duration(text: str) -> float:
+    """A Go duration (``600s``, ``1h30m``, ``1.5h``, ``300ms``) in seconds.
+
+    Raises:
+        ValueError: Not a Go duration.
+    """
+    s = text.strip()
+    sign = 1.0
+    if s[:1] in "+-" and s:
+        sign = -1.0 if s[0] == "-" else 1.0
+        s = s[1:]
+    if s == "0":
+        return 0.0
+    if not s:
+        raise ValueError(f"{text!r} is not a duration")
+    total = 0.0
+    pos = 0
+    while pos < len(s):
+        match = _DURATION_PART.match(s, pos)
+        if match is None:
+            raise ValueError(f"{text!r} is not a duration (like 600s or 1h30m)")
+        total += float(match.group(1)) * _UNITS[match.group(2)]
+        pos = match.end()
+    return sign * total
+
+
+def _first(tags: Mapping[str, str], names: tuple[str, ...]) -> tuple[str, str] | None:
+    for name in names:
+        value = tags.get(name)
+        if value is not None:
+            return name, value
+    return None
+
+
+def _count(tag: str, value: str) -> int:
+    try:
+        n = int(value.strip())
+    except ValueError:
+        raise GangTagError(f"tag {tag}: {value!r} is not an integer") from None
+    return n
+
+
+def parse_gang(tags: Mapping[str, str]) -> GangSpec | None:
+    """The permit gang an ask's tags declare, or None when they declare none.
+
+    Raises:
+        GangTagError: A gang tag is missing or invalid; the message names the tag.
+    """
+    named = _first(tags, _NAME_TAGS)
+    minimum = _first(tags, _MIN_TAGS)
+    if named is None and minimum is None:
+        return None
+    if named is None or not named[1].strip():
+        raise GangTagError(
+            f"tag {TAG_NAME} (or label {_LABEL + _PODGROUP}) is required with "
+            f"{minimum[0] if minimum else 'a gang name'}"
+        )
+    if minimum is None:
+        raise GangTagError(f"tag {TAG_MIN_AVAILABLE} is required for gang {named[1]!r}")
+    name = named[1].strip()
+    namespace = tags.get(TAG_NAMESPACE, "").strip() or DEFAULT_NAMESPACE
+    gang_id = f"{namespace}/{name}"
+    min_available = _count(minimum[0], minimum[1])
+    if min_available < 1:
+        raise GangTagError(f"tag {minimum[0]}: {minimum[1]!r} must be at least 1")
+    total = min_available
+    raw_total = tags.get(TAG_TOTAL_NUMBER)
+    if raw_total is not None and raw_total.strip():
+        total = _count(TAG_TOTAL_NUMBER, raw_total)
+        if total < 0:
+            raise GangTagError(f"tag {TAG_TOTAL_NUMBER}: {raw_total!r} must not be negative")
+        total = max(total, min_available)
+    mode = NON_STRICT if tags.get(TAG_MODE, "").strip() == NON_STRICT else STRICT
+    waiting = DEFAULT_WAITING_TIME
+    raw_wait = tags.get(TAG_WAITING_TIME)
+    if raw_wait is not None and raw_wait.strip():
+        try:
+            waiting = parse_duration(raw_wait)
+        except ValueError as exc:
+            raise GangTagError(f"tag {TAG_WAITING_TIME}: {exc}") from None
+        if waiting <= 0:
+            raise GangTagError(f"tag {TAG_WAITING_TIME}: {raw_wait!r} must be positive")
+    groups = _groups(tags.get(TAG_GROUPS), gang_id)
+    return GangSpec(gang_id, min_available, total, mode, waiting, groups)
+
+
+def _groups(raw: str | None, gang_id: str) -> tuple[str, ...]:
+    if raw is None or not raw.strip() or raw.strip() in ('""', "[]"):
+        return (gang_id,)
+    try:
+        ids = json.loads(raw)
+    except ValueError:
+        raise GangTagError(
+            f'tag {TAG_GROUPS}: {raw!r} is not a JSON list of gang ids (["ns/name", ...])'
+        ) from None
+    if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+        raise GangTagError(
+            f'tag {TAG_GROUPS}: {raw!r} is not a JSON list of gang ids (["ns/name", ...])'
+        )
+    for i in ids:
+        parts = i.split("/")
+        if len(parts) != 2 or not all(p.strip() for p in parts):
+            raise GangTagError(f"tag {TAG_GROUPS}: gang id {i!r} is not <namespace>/<name>")
+    return tuple(sorted({*ids, gang_id}))
+
+
+def has_gang_tags(tags: Mapping[str, str]) -> bool:
+    """Cheap check before ``parse_gang``: any tag that makes an ask a gang member."""
+    for name in _ANY_GANG_TAG:
+        if name in tags:
+            return True
+    return False
+
+
+def _spec_conflict(old: GangSpec, new: GangSpec) -> str:
+    """The tag in which ``new`` differs from the gang's ``old`` spec, if any."""
+    if old.min_available != new.min_available:
+        return f"{TAG_MIN_AVAILABLE} {new.min_available} (the gang's is {old.min_available})"
+    if old.total_number != new.total_number:
+        return f"{TAG_TOTAL_NUMBER} {new.total_number} (the gang's is {old.total_number})"
+    if old.mode != new.mode:
+        return f"{TAG_MODE} {new.mode} (the gang's is {old.mode})"
+    if old.waiting_time != new.waiting_time:
+        return f"{TAG_WAITING_TIME} {new.waiting_time:g}s (the gang's is {old.waiting_time:g}s)"
+    if old.groups != new.groups:
+        return f"{TAG_GROUPS} {list(new.groups)} (the gang's is {list(old.groups)})"
+    return ""
+
+
+# ======================================================================== live state
+class Member(msgspec.Struct, gc=False):
+    """One tentative member: ``alloc`` of ``ask`` of ``app``, not sent to the RM yet."""
+
+    alloc: Allocation
+    app: Application
+    ask: Ask
+
+
+class Gang:
+    """One permit gang: its spec, its member asks, and its members placed but not bound."""
+
+    __slots__ = ("asks", "bound", "created", "group", "satisfied", "spec", "tentative")
+
+    def __init__(self, spec: GangSpec, created: float, group: GangGroup) -> None:
+        self.spec = spec
+        self.created = created  # the core's clock when its first member arrived
+        self.group = group
+        self.asks: dict[tuple[str, str], Ask] = {}  # (application id, key) -> member ask
+        self.tentative: dict[str, Member] = {}  # by allocation uuid, in placement order
+        self.bound = 0  # members sent to the RM
+        self.satisfied = False
+
+    @property
+    def gang_id(self) -> str:
+        return self.spec.gang_id
+
+    @property
+    def ready(self) -> bool:
+        return len(self.tentative) + self.bound >= self.spec.min_available
+
+    def __repr__(self) -> str:
+        return (
+            f"<Gang {self.gang_id} placed={len(self.tentative)} bound={self.bound} "
+            f"min={self.spec.min_available}>"
+        )
+
+
+class GangGroup:
+    """Gangs that reach the RM together: every gang of it must have ``min_available``
+    members placed first. A gang alone is a group of one."""
+
+    __slots__ = (
+        "blocked",
+        "created",
+        "gangs",
+        "ids",
+        "parked",
+        "parked_at",
+        "satisfied",
+        "timed_out",
+        "timed_out_at",
+        "wait",
+        "wait_gang",
+    )
+
+    def __init__(self, ids: tuple[str, ...], created: float) -> None:
+        self.ids = ids
+        self.created = created  # of its oldest gang
+        self.gangs: dict[str, Gang] = {}  # the gangs of ``ids`` a member has declared
+        self.wait: Promise[bool] | None = None  # runs while a member is tentative
+        self.wait_gang: Gang | None = None  # whose waiting time the wait has
+        self.satisfied = False
+        self.timed_out = False
+        self.timed_out_at = 0.0
+        # Not scheduled while the partition's generation is ``parked_at`` (a Strict
+        # rollback, or rolled back for an older group): "" or "strict" or "deadlock".
+        self.parked = ""
+        self.parked_at = -1
+        # This pass's first member that could not be placed: (ask, queue, kind, where).
+        self.blocked: tuple[Ask, Queue, str, Queue | None] | None = None
+
+    @property
+    def key(self) -> tuple[float, str]:
+        """Age order: the older group first, ties by gang id."""
+        return (self.created, self.ids[0])
+
+    @property
+    def name(self) -> str:
+        return self.ids[0] if len(self.ids) == 1 else "[" + ", ".join(self.ids) + "]"
+
+    def placed(self) -> int:
+        return sum(len(g.tentative) for g in self.gangs.values())
+
+    def ready(self) -> bool:
+        if len(self.gangs) < len(self.ids):
+            return False  # a gang of the group has no member yet
+        for gang in self.gangs.values():
+            if not gang.ready:
+                return False
+        return True
+
+    def members(self) -> Iterator[Member]:
+        for gang in self.gangs.values():
+            yield from gang.tentative.values()
+
+    def __repr__(self) -> str:
+        return f"<GangGroup {self.name} placed={self.placed()} satisfied={self.satisfied}>"
+
+
+class PermitGangs:
+    """The permit gangs of a partition, and every change they make to its shared state.
+
+    ``on_wait`` is set by the partition's actor: it is called with a group whose wait just
+    started (its first tentative member) and awaits ``group.wait`` with the group's
+    waiting time, calling ``time_out`` when it passes. Without it (domain tests) no wait
+    runs.
+    """
+
+    def __init__(self, partition: Partition) -> None:
+        self.partition = partition
+        self.gangs: dict[str, Gang] = {}
+        self.groups: dict[str, GangGroup] = {}  # by every gang id of the group
+        self.on_wait: Callable[[GangGroup], None] | None = None
+        self._failed: list[tuple[GangGroup, Application, Ask, str]] = []  # this pass
+        self._blocked: list[GangGroup] = []  # groups with a member not placed this pass
+        self.log = logger.bind(partition=partition.name)
+
+    def __bool__(self) -> bool:
+        return bool(self.groups)
+
+    # ==================================================================== membership
+    def admit(self, app: Application, ask: Ask) -> str:
+        """A member ask arrives: join (or start) its gang. Returns a rejection reason, or
+        "" when admitted (``ask.gang_time`` is then its gang's creation time)."""
+        spec = ask.gang
+        assert spec is not None
+        key = ask.allocation_key
+        if ask.placeholder or app.placeholder_ask or app.task_groups:
+            return (
+                f"ask {key}: application {app.application_id} uses placeholder gang "
+                f"scheduling; its asks cannot be members of permit gang {spec.gang_id}"
+            )
+        group = self.groups.get(spec.gang_id)
+        if group is not None and group.timed_out:
+            return self._timeout_reason(group)
+        gang = self.gangs.get(spec.gang_id)
+        if gang is not None:
+            conflict = _spec_conflict(gang.spec, spec)
+            if conflict:
+                return f"ask {key}: permit gang {spec.gang_id} differs in tag {conflict}"
+        else:
+            for gid in spec.groups:
+                other = self.groups.get(gid)
+                if other is not None and other.ids != spec.groups:
+                    return (
+                        f"ask {key}: tag {TAG_GROUPS} {list(spec.groups)} of gang "
+                        f"{spec.gang_id} conflicts with GangGroup {list(other.ids)}"
+                    )
+                if other is not None and other.timed_out:
+                    return self._timeout_reason(other)
+            now = self.partition.clock()
+            if group is None:
+                group = GangGroup(spec.groups, now)
+                for gid in spec.groups:
+                    self.groups[gid] = group
+            gang = Gang(spec, now, group)
+            group.gangs[spec.gang_id] = gang
+            group.created = min(g.created for g in group.gangs.values())
+            self.gangs[spec.gang_id] = gang
+        gang.asks[(app.application_id, key)] = ask
+        ask.gang_time = gang.created
+        app.permit_gangs[spec.gang_id] = None
+        return ""
+
+    def ask_removed(self, app: Application, ask: Ask) -> None:
+        """``ask`` leaves its application: its tentative members are undone (the RM never
+        had them) and the gang forgets it."""
+        spec = ask.gang
+        if spec is None:
+            return
+        gang = self.gangs.get(spec.gang_id)
+        if gang is None:
+            return
+        mine = [m for m in gang.tentative.values() if m.ask is ask]
+        if mine:
+            for member in mine:
+                del gang.tentative[member.alloc.uuid]
+                self._undo(member, give_back=False)
+            self._wait_check(gang.group)
+            self.partition.wake()
+        if gang.asks.get((app.application_id, ask.allocation_key)) is ask:
+            del gang.asks[(app.application_id, ask.allocation_key)]
+        if not gang.asks and not gang.tentative:
+            self._forget(gang)
+
+    def _forget(self, gang: Gang) -> None:
+        """A gang without member asks goes (a timed-out group is remembered, to reject
+        late members, until ``Timeouts.terminated`` has passed)."""
+        group = gang.group
+        if group.timed_out:
+            return
+        del self.gangs[gang.gang_id]
+        del group.gangs[gang.gang_id]
+        if group.gangs:
+            group.created = min(g.created for g in group.gangs.values())
+        else:
+            self._drop_group(group)
+
+    def _drop_group(self, group: GangGroup) -> None:
+        for gid in group.ids:
+            if self.groups.get(gid) is group:
+                del self.groups[gid]
+            gang = self.gangs.get(gid)
+            if gang is not None and gang.group is group:
+                del self.gangs[gid]
+        if group.wait is not None:
+            group.wait.resolve(False)
+            group.wait = None
+
+    def app_leaving(self, app: Application) -> None:
+        """``app`` is removed: its member asks leave their gangs first."""
+        for ask in list(app.asks.values()):
+            if ask.gang is not None:
+                self.ask_removed(app, ask)
+
+    def lost(self, alloc: Allocation) -> bool:
+        """A tentative ``alloc`` went with its node (already off it): the member is pending
+        again. False if ``alloc`` is no tentative member."""
+        if not alloc.tentative:
+            return False
+        for gang in self.gangs.values():
+            member = gang.tentative.pop(alloc.uuid, None)
+            if member is not None:
+                self._undo(member, give_back=True, on_node=False)
+                self._wait_check(gang.group)
+                return True
+        return False
+
+    # ================================================================== the pass's side
+    def schedulable(self, ask: Ask) -> Gang | None:
+        """The unsatisfied gang ``ask`` is a member of, if the pass places it as a member
+        (None: the gang is satisfied, and ``ask`` is a normal ask). Raises nothing; a
+        parked or timed-out group's members are skipped by the caller (``held``)."""
+        assert ask.gang is not None
+        gang = self.gangs.get(ask.gang.gang_id)
+        if gang is None or gang.satisfied:
+            return None
+        return gang
+
+    def held(self, gang: Gang) -> bool:
+        """The pass leaves ``gang``'s members alone now: its group is parked (until the
+        cluster changes), timed out, or already failed this pass in Strict mode."""
+        group = gang.group
+        if group.timed_out:
+            return True
+        if group.parked and group.parked_at == self.partition.generation:
+            return True
+        return group.blocked is not None and gang.spec.strict
+
+    def member_failed(
+        self, gang: Gang, app: Application, ask: Ask, kind: str, where: Queue | None = None
+    ) -> None:
+        """The pass could not place member ``ask``: ``kind`` is ``quota`` (``where`` is the
+        queue whose max holds it), ``limit`` (user or group limits) or ``node``. Read-only:
+        what follows happens in ``after_propose``."""
+        group = gang.group
+        queue = app.queue
+        if group.blocked is None and queue is not None:
+            group.blocked = (ask, queue, kind, where)
+            self._blocked.append(group)
+        if gang.spec.strict:
+            self._failed.append((group, app, ask, kind))
+
+    def begin_pass(self) -> None:
+        for group in self._blocked:
+            group.blocked = None
+        self._blocked = []
+        self._failed = []
+
+    def after_propose(self) -> bool:
+        """Roll back the Strict groups a member of which could not be placed; True if that
+        freed anything."""
+        if not self._failed:
+            return False
+        failed, self._failed = self._failed, []
+        freed = False
+        for group, app, ask, kind in failed:
+            if group.parked and group.parked_at == self.partition.generation:
+                continue  # done already
+            why = {"quota": "its queue's quota is full", "limit": "its user or group limit"}
+            reason = why.get(kind, "no node has room for it")
+            held = group.placed()
+            self.roll_back(
+                group,
+                "GangRolledBack",
+                f"Strict gang {group.name}: member {ask.allocation_key} of application "
+                f"{app.application_id} cannot be placed ({reason}); {held} tentative "
+                "member(s) rolled back, tried again when the cluster changes",
+            )
+            self._park(group, "strict")
+            freed = freed or held > 0
+        return freed
+
+    def resolve_deadlock(self) -> bool:
+        """After a pass: when the oldest group that could not place a member is held up by
+        tentative members of younger groups, roll the youngest of those back (and park it)
+        so that the oldest can complete. True if one was rolled back."""
+        blocked = [g for g in self._blocked if not g.satisfied and not g.timed_out]
+        if not blocked:
+            return False
+        oldest = min(blocked, key=lambda g: g.key)
+        assert oldest.blocked is not None
+        seen: set[int] = set()
+        youngest: GangGroup | None = None
+        for group in self.groups.values():
+            if id(group) in seen or group is oldest:
+                continue
+            seen.add(id(group))
+            if (
+                group.satisfied
+                or group.key <= oldest.key
+                or not any(g.tentative for g in group.gangs.values())
+                or not self._frees_room(group, oldest.blocked)
+            ):
+                continue
+            if youngest is None or group.key > youngest.key:
+                youngest = group
+        if youngest is None:
+            return False
+        self.roll_back(
+            youngest,
+            "GangRolledBack",
+            f"gang {youngest.name} rolled back: its tentative members held the room that the "
+            f"older gang {oldest.name} needs to complete",
+        )
+        self.partition.wake()  # the cluster changed: parked groups may try again ...
+        self._park(youngest, "deadlock")  # ... but not the one that gave way
+        return True
+
+    def _frees_room(self, holder: GangGroup, blocked: tuple[Ask, Queue, str, Queue | None]) -> bool:
+        """Rolling ``holder`` back could let the blocked member be placed."""
+        ask, _queue, kind, where = blocked
+        res = ask.resource
+        if kind == "quota" and where is not None:
+            freed: Res = {}
+            for member in holder.members():
+                q = member.app.queue
+                if q is not None and where in q.chain:
+                    add_into(freed, member.alloc.resource)
+            return bool(freed) and fits_under_max(
+                res, sub(where.allocated, freed), where.max_resources
+            )
+        if kind == "node":
+            by_node: dict[str, Res] = {}
+            for member in holder.members():
+                add_into(by_node.setdefault(member.alloc.node_id, {}), member.alloc.resource)
+            nodes = self.partition.nodes
+            for node_id, freed in by_node.items():
+                node = nodes.get(node_id)
+                if node is not None and node.schedulable:
+                    room = dict(node.available)
+                    add_into(room, freed)
+                    if fits(res, room):
+                        return True
+        return False
+
+    def _park(self, group: GangGroup, why: str) -> None:
+        group.parked = why
+        group.parked_at = self.partition.generation
+
+    # ============================================================================ commit
+    def placed(self, app: Application, ask: Ask, alloc: Allocation) -> bool:
+        """The commit applied ``alloc`` of member ``ask``. True: it is tentative (not sent
+        to the RM; or sent now with its whole group, which this completed). False: the
+        gang is satisfied, ``alloc`` is a normal allocation."""
+        assert ask.gang is not None
+        gang = self.gangs.get(ask.gang.gang_id)
+        if gang is None or gang.satisfied:
+            if gang is not None:
+                gang.bound += 1
+            return False
+        alloc.tentative = True
+        gang.tentative[alloc.uuid] = Member(alloc, app, ask)
+        group = gang.group
+        if group.wait is None:
+            self._start_wait(group, gang)
+        if gang.ready and group.ready():
+            self._bind(group)
+        return True
+
+    def _start_wait(self, group: GangGroup, gang: Gang) -> None:
+        group.wait = Promise()
+        group.wait_gang = gang
+        p = self.partition
+        self._event(
+            group,
+            "GangWaiting",
+            f"gang {group.name}: first member placed tentatively; waiting up to "
+            f"{gang.spec.waiting_time:g}s for every gang to reach min-available",
+        )
+        if self.on_wait is not None:
+            self.on_wait(group)
+        else:
+            p.log.debug("gang {} waits with nobody timing it", group.name)
+
+    def _wait_check(self, group: GangGroup) -> None:
+        """The wait runs while a member is tentative; with none left it stops."""
+        if group.wait is not None and not group.placed():
+            group.wait.resolve(False)
+            group.wait = None
+            group.wait_gang = None
+
+    def _bind(self, group: GangGroup) -> None:
+        """Every gang of ``group`` reached min-available: send all its tentative members to
+        the RM in one run of ``new``, then let their applications move on."""
+        p = self.partition
+        outbox = p.outbox
+        members: list[Member] = []
+        for gid in group.ids:
+            gang = group.gangs[gid]
+            gang.satisfied = True
+            for member in gang.tentative.values():
+                member.alloc.tentative = False
+                outbox.add("new", member.alloc.to_si(to_si_shared(member.ask.size)))
+                members.append(member)
+            gang.bound += len(gang.tentative)
+            gang.tentative = {}
+        group.satisfied = True
+        group.parked = ""
+        if group.wait is not None:
+            group.wait.resolve(True)
+            group.wait = None
+        self._event(
+            group,
+            "GangSatisfied",
+            f"gang {group.name}: every gang reached min-available; {len(members)} member(s) "
+            "sent to the RM together, later members are scheduled as normal asks",
+        )
+        for member in members:
+            owner = p.owners.get(member.app.application_id)
+            if owner is not None and owner.app is member.app:
+                owner.allocated(member.ask, member.alloc)
+        # Groups that gave way to an older one may go again.
+        for other in set(self.groups.values()):
+            if other.parked == "deadlock":
+                other.parked = ""
+                p.schedule_pending = True
+
+    # ========================================================================= rollback
+    def roll_back(self, group: GangGroup, reason: str, message: str) -> int:
+        """Undo every tentative member of ``group``: freed on node, queue and application,
+        pending again. Returns how many; sends an event when there were any."""
+        members = list(group.members())
+        for gang in group.gangs.values():
+            gang.tentative = {}
+        for member in members:
+            self._undo(member, give_back=True)
+        if group.wait is not None:
+            group.wait.resolve(False)
+            group.wait = None
+            group.wait_gang = None
+        if members:
+            self._event(group, reason, message)
+            self.partition.schedule_pending = True
+        return len(members)
+
+    def _undo(self, member: Member, *, give_back: bool, on_node: bool = True) -> None:
+        p = self.partition
+        alloc, app, ask = member.alloc, member.app, member.ask
+        if on_node:
+            p.free_on_node(alloc)
+        if app.remove_allocation(alloc.uuid) is None:
+            return
+        alloc.tentative = False
+        queue = app.queue
+        if queue is not None:
+            queue.remove_allocated(alloc.resource)
+            if p.ugm is not None:
+                p.ugm.released(app, alloc.resource)
+        if give_back:
+            delta = app.give_back_pending(ask)
+            if delta and queue is not None:
+                queue.add_pending(delta)
+
+    # ========================================================================== timeout
+    def time_out(self, group: GangGroup) -> list[tuple[Application, Ask]]:
+        """``group``'s wait passed: roll it back and mark it timed out. Returns the member
+        asks for their applications to reject (with ``timeout_reason``)."""
+        if group.satisfied or group.timed_out:
+            return []
+        p = self.partition
+        self.roll_back(
+            group,
+            "GangRolledBack",
+            f"gang {group.name}: waiting time passed; tentative members rolled back",
+        )
+        group.timed_out = True
+        group.timed_out_at = p.clock()
+        self._event(
+            group,
+            "GangTimeout",
+            f"{self._timeout_reason(group)}; its members are rejected and it is not "
+            "scheduled again",
+        )
+        members = [
+            (app, ask)
+            for gang in group.gangs.values()
+            for (app_id, _key), ask in gang.asks.items()
+            if (app := p.applications.get(app_id)) is not None
+        ]
+        self._prune_timed_out()
+        return members
+
+    def _timeout_reason(self, group: GangGroup) -> str:
+        gang = group.wait_gang or next(iter(group.gangs.values()), None)
+        wait = f" of {gang.spec.waiting_time:g}s" if gang is not None else ""
+        return (
+            f"permit gang {group.name} timeout: the waiting time{wait} passed before every "
+            "gang of the group reached min-available"
+        )
+
+    def timeout_reason(self, group: GangGroup) -> str:
+        return self._timeout_reason(group)
+
+    def _prune_timed_out(self) -> None:
+        """Forget timed-out groups once ``Timeouts.terminated`` (3 days) has passed."""
+        p = self.partition
+        horizon = p.clock() - p.timeouts.terminated
+        for group in {id(g): g for g in self.groups.values()}.values():
+            if group.timed_out and group.timed_out_at < horizon:
+                group.timed_out = False  # let _drop_group run
+                self._drop_group(group)
+
+    # ============================================================================ views
+    def view(self, gang_id: str) -> dict[str, Any] | None:
+        gang = self.gangs.get(gang_id)
+        if gang is None:
+            return None
+        spec = gang.spec
+        group = gang.group
+        return {
+            "gangId": spec.gang_id,
+            "mode": spec.mode,
+            "minAvailable": spec.min_available,
+            "totalNumber": spec.total_number,
+            "waitingTime": spec.waiting_time,
+            "gangGroup": list(group.ids),
+            "createTime": int(gang.created * 1e9),
+            "placed": len(gang.tentative),
+            "bound": gang.bound,
+            "satisfied": gang.satisfied,
+            "timedOut": group.timed_out,
+        }
+
+    # =========================================================================== events
+    def _event(self, group: GangGroup, reason: str, message: str) -> None:
+        """One event per application with members in the group (the RM shows events on
+        applications), the gang ids as the group."""
+        p = self.partition
+        app_ids = sorted(
+            {app_id for gang in group.gangs.values() for (app_id, _k) in gang.asks}
+            | {m.app.application_id for m in group.members()}
+        )
+        p.log.info("gang {}: {} {}", group.name, reason, message)
+        for app_id in app_ids or [""]:
+            p.outbox.event(si.EventRecordType.APP, app_id, reason, message, group=group.name)
