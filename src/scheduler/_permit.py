@@ -568,8 +568,13 @@ class PermitGangs:
             f"gang {youngest.name} rolled back: its tentative members held the room that the "
             f"older gang {oldest.name} needs to complete",
         )
-        self.partition.wake()  # the cluster changed: parked groups may try again ...
-        self._park(youngest, "deadlock")  # ... but not the one that gave way
+        # The oldest tries again now (a Strict one was parked by its own rollback); the one
+        # that gave way waits for a real change of the cluster, or for a group to be bound.
+        # No generation bump here: that would let every group that gave way before go
+        # again, and two young groups could take turns grabbing the room forever.
+        oldest.parked = ""
+        self._park(youngest, "deadlock")
+        self.partition.schedule_pending = True
         return True
 
     def _frees_room(self, holder: GangGroup, blocked: tuple[Ask, Queue, str, Queue | None]) -> bool:

@@ -4,6 +4,7 @@ Strict rollback, NonStrict accumulation, waiting time, order, and no deadlock.""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -512,3 +513,25 @@ async def test_scheduler_plugins_pod_group_labels(s: Scenario) -> None:
         await s.ask("app-1", key, tags=tags)
     assert [sorted(a.allocation_key for a in n) for n in new_allocations(s)] == [["m1", "m2"]]
     assert (await gang_view(s, "app-1", "default/pg"))["minAvailable"] == 2
+
+
+async def test_groups_that_gave_way_do_not_take_turns_grabbing_the_room(s: Scenario) -> None:
+    """The old gang needs the room of both younger ones, whose applications come first in
+    fifo order. Rolling back one young gang must not let the other, rolled back before,
+    take the room again: the core would never settle."""
+    await s.add_nodes("n1", memory=60, vcore=6)  # six members fit
+    for app_id in ("y1", "y2", "o"):  # fifo: the young gangs' applications go first
+        await s.submit(app_id)
+    loose = {"mode": "NonStrict"}
+    await s.ask("o", "o-early", tags=gang_tags("old", 5, **loose))  # the oldest gang, t=0
+    await s.advance(1)
+    await s.ask("y1", "y1", count=2, tags=gang_tags("young-1", 3, **loose))
+    await s.advance(1)
+    await s.ask("y2", "y2", count=3, tags=gang_tags("young-2", 4, **loose))
+    assert s.allocations() == []
+    async with asyncio.timeout(20):  # a watchdog: a livelock would never settle
+        await s.ask("o", "o-late", count=4, tags=gang_tags("old", 5, **loose))
+    assert len(s.allocations("o")) == 5
+    rolled = [e.group_id for e in events(s, "GangRolledBack")]
+    assert rolled[:2] == ["default/young-2", "default/young-1"]
+    assert (await queue(s, "root.default"))["allocatedResource"]["memory"] <= 60
