@@ -48,6 +48,15 @@ EXPECTED: dict[str, list[str]] = {
         "placeholderData: {'taskGroupName': 'workers', 'count': 3, "
         "'minResource': {'memory': 2147483648, 'vcore': 1000}, 'replaced': 3, 'timedout': 0}",
     ],
+    "permit_gang.py": [
+        "train/driver: placed 1, bound 0",
+        "train/workers: placed 2, bound 0",
+        "one response, 4 allocations: driver, worker, worker, worker",
+        "event GangSatisfied ([train/driver, train/workers])",
+        "train/workers: satisfied True, bound 3",
+        "rejected ask trial: permit gang train/sweep timeout",
+        "event GangTimeout (train/sweep)",
+    ],
     "queues_demo.py": [
         "REJECTED: intruder: failed to place application intruder: "
         "application rejected: no placement rule matched",

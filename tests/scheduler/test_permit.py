@@ -12,7 +12,7 @@ import pytest
 import pytest_asyncio
 
 from scheduler import si
-from scheduler.testing import ErrorWatch, Scenario, gang_tags, start_scenario
+from scheduler.testing import ErrorWatch, RecordingCallback, Scenario, gang_tags, start_scenario
 
 QUEUES = """
 partitions:
@@ -535,3 +535,44 @@ async def test_groups_that_gave_way_do_not_take_turns_grabbing_the_room(s: Scena
     rolled = [e.group_id for e in events(s, "GangRolledBack")]
     assert rolled[:2] == ["default/young-2", "default/young-1"]
     assert (await queue(s, "root.default"))["allocatedResource"]["memory"] <= 60
+
+
+# ============================================================== an RM that checks predicates
+class Choosy(RecordingCallback):
+    """Refuses the (allocation key, node) pairs in ``refused``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.refused: set[tuple[str, str]] = set()
+
+    async def predicates(self, args: si.PredicatesArgs) -> bool:
+        return (args.allocation_key, args.node_id) not in self.refused
+
+
+async def test_members_are_put_to_the_rms_predicates() -> None:
+    rm = Choosy()
+    rm.refused = {("m2", "n1")}
+    async with start_scenario(QUEUES, rm=rm) as s:
+        await s.add_nodes("n1", "n2")
+        await s.submit("app-1")
+        await s.ask("app-1", "m1", tags=gang_tags("g", 2))
+        await s.ask("app-1", "m2", tags=gang_tags("g", 2))
+        [new] = new_allocations(s)
+        assert {a.allocation_key: a.node_id for a in new}["m2"] == "n2"
+        assert len(new) == 2
+
+
+async def test_a_strict_member_every_node_refuses_rolls_the_group_back() -> None:
+    rm = Choosy()
+    rm.refused = {("m2", "n1"), ("m2", "n2")}
+    async with start_scenario(QUEUES, rm=rm) as s:
+        await s.add_nodes("n1", "n2")
+        await s.submit("app-1")
+        await s.ask("app-1", "m1", tags=gang_tags("g", 2))
+        await s.ask("app-1", "m2", tags=gang_tags("g", 2))
+        assert s.allocations() == []
+        assert len(events(s, "GangRolledBack")) == 1
+        assert (await queue(s, "root.default"))["allocatedResource"] == {}
+        rm.refused = set()
+        await s.add_nodes("n3")  # a change: the group goes again
+        assert len(s.allocations()) == 2
