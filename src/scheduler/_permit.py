@@ -531,6 +531,7 @@ class PermitGangs:
                 f"Strict gang {group.name}: member {ask.allocation_key} of application "
                 f"{app.application_id} cannot be placed ({reason}); {held} tentative "
                 "member(s) rolled back, tried again when the cluster changes",
+                always=True,
             )
             self._park(group, "strict")
             freed = freed or held > 0
@@ -687,9 +688,11 @@ class PermitGangs:
                 p.schedule_pending = True
 
     # ========================================================================= rollback
-    def roll_back(self, group: GangGroup, reason: str, message: str) -> int:
+    def roll_back(
+        self, group: GangGroup, reason: str, message: str, *, always: bool = False
+    ) -> int:
         """Undo every tentative member of ``group``: freed on node, queue and application,
-        pending again. Returns how many; sends an event when there were any."""
+        pending again. Returns how many; sends an event when there were any (or ``always``)."""
         members = list(group.members())
         for gang in group.gangs.values():
             gang.tentative = {}
@@ -699,8 +702,9 @@ class PermitGangs:
             group.wait.resolve(False)
             group.wait = None
             group.wait_gang = None
-        if members:
+        if members or always:
             self._event(group, reason, message)
+        if members:
             self.partition.schedule_pending = True
         return len(members)
 

@@ -576,3 +576,17 @@ async def test_a_strict_member_every_node_refuses_rolls_the_group_back() -> None
         rm.refused = set()
         await s.add_nodes("n3")  # a change: the group goes again
         assert len(s.allocations()) == 2
+
+
+async def test_a_strict_member_that_fits_nowhere_is_reported_once_per_change(s: Scenario) -> None:
+    await s.add_nodes("n1", memory=5, vcore=1)  # too small for any member
+    await s.submit("app-1")
+    await s.ask("app-1", "m", count=2, tags=gang_tags("g", 2))
+    [event] = events(s, "GangRolledBack")
+    assert "member m of application app-1 cannot be placed" in event.message
+    assert "0 tentative member(s)" in event.message
+    await s.submit("app-2")
+    await s.ask("app-2", "x", memory=1, vcore=1)  # not a change of the cluster
+    assert len(events(s, "GangRolledBack")) == 1
+    await s.add_nodes("n2", memory=5, vcore=1)  # a change, still too small
+    assert len(events(s, "GangRolledBack")) == 2
