@@ -287,6 +287,7 @@ class GangGroup:
     __slots__ = (
         "blocked",
         "created",
+        "failing",
         "gangs",
         "ids",
         "parked",
@@ -311,8 +312,10 @@ class GangGroup:
         # rollback, or rolled back for an older group): "" or "strict" or "deadlock".
         self.parked = ""
         self.parked_at = -1
-        # This pass's first member that could not be placed: (ask, queue, kind, where).
+        # This pass's first member that could not be placed: (ask, queue, kind, where);
+        # and whether one of a Strict gang failed (the group rolls back after the proposal).
         self.blocked: tuple[Ask, Queue, str, Queue | None] | None = None
+        self.failing = False
 
     @property
     def key(self) -> tuple[float, str]:
@@ -484,13 +487,12 @@ class PermitGangs:
 
     def held(self, gang: Gang) -> bool:
         """The pass leaves ``gang``'s members alone now: its group is parked (until the
-        cluster changes), timed out, or already failed this pass in Strict mode."""
+        cluster changes), timed out, or rolls back after this proposal (a member of a
+        Strict gang of it failed)."""
         group = gang.group
-        if group.timed_out:
+        if group.timed_out or group.failing:
             return True
-        if group.parked and group.parked_at == self.partition.generation:
-            return True
-        return group.blocked is not None and gang.spec.strict
+        return bool(group.parked) and group.parked_at == self.partition.generation
 
     def member_failed(
         self, gang: Gang, app: Application, ask: Ask, kind: str, where: Queue | None = None
@@ -503,12 +505,15 @@ class PermitGangs:
         if group.blocked is None and queue is not None:
             group.blocked = (ask, queue, kind, where)
             self._blocked.append(group)
-        if gang.spec.strict:
+        if gang.spec.strict and not group.failing:
+            group.failing = True
             self._failed.append((group, app, ask, kind))
 
     def begin_pass(self) -> None:
         for group in self._blocked:
             group.blocked = None
+        for group, _app, _ask, _kind in self._failed:
+            group.failing = False
         self._blocked = []
         self._failed = []
 
@@ -520,8 +525,7 @@ class PermitGangs:
         failed, self._failed = self._failed, []
         freed = False
         for group, app, ask, kind in failed:
-            if group.parked and group.parked_at == self.partition.generation:
-                continue  # done already
+            group.failing = False
             why = {"quota": "its queue's quota is full", "limit": "its user or group limit"}
             reason = why.get(kind, "no node has room for it")
             held = group.placed()
