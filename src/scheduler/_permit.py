@@ -361,6 +361,8 @@ class PermitGangs:
         self.on_wait: Callable[[GangGroup], None] | None = None
         self._failed: list[tuple[GangGroup, Application, Ask, str]] = []  # this pass
         self._blocked: list[GangGroup] = []  # groups with a member not placed this pass
+        self._gave_way: dict[int, GangGroup] = {}  # parked for an older group, by id()
+        self._timed_out: dict[int, GangGroup] = {}  # oldest timeout first, by id()
         self.log = logger.bind(partition=partition.name)
 
     def __bool__(self) -> bool:
@@ -379,6 +381,9 @@ class PermitGangs:
                 f"scheduling; its asks cannot be members of permit gang {spec.gang_id}"
             )
         group = self.groups.get(spec.gang_id)
+        if group is not None and group.timed_out:
+            self._prune_timed_out()  # remembered for Timeouts.terminated, then forgotten
+            group = self.groups.get(spec.gang_id)
         if group is not None and group.timed_out:
             return self._timeout_reason(group)
         gang = self.gangs.get(spec.gang_id)
@@ -466,13 +471,15 @@ class PermitGangs:
         again. False if ``alloc`` is no tentative member."""
         if not alloc.tentative:
             return False
-        for gang in self.gangs.values():
-            member = gang.tentative.pop(alloc.uuid, None)
-            if member is not None:
-                self._undo(member, give_back=True, on_node=False)
-                self._wait_check(gang.group)
-                return True
-        return False
+        app = self.partition.applications.get(alloc.application_id)
+        ask = app.asks.get(alloc.allocation_key) if app is not None else None
+        gang = self.gangs.get(ask.gang.gang_id) if ask is not None and ask.gang else None
+        member = gang.tentative.pop(alloc.uuid, None) if gang is not None else None
+        if gang is None or member is None:
+            return False
+        self._undo(member, give_back=True, on_node=False)
+        self._wait_check(gang.group)
+        return True
 
     # ================================================================== the pass's side
     def schedulable(self, ask: Ask) -> Gang | None:
@@ -612,6 +619,8 @@ class PermitGangs:
     def _park(self, group: GangGroup, why: str) -> None:
         group.parked = why
         group.parked_at = self.partition.generation
+        if why == "deadlock":
+            self._gave_way[id(group)] = group
 
     # ============================================================================ commit
     def placed(self, app: Application, ask: Ask, alloc: Allocation) -> bool:
@@ -686,10 +695,12 @@ class PermitGangs:
             if owner is not None and owner.app is member.app:
                 owner.allocated(member.ask, member.alloc)
         # Groups that gave way to an older one may go again.
-        for other in set(self.groups.values()):
-            if other.parked == "deadlock":
-                other.parked = ""
-                p.schedule_pending = True
+        if self._gave_way:
+            for other in self._gave_way.values():
+                if other.parked == "deadlock":
+                    other.parked = ""
+            self._gave_way = {}
+            p.schedule_pending = True
 
     # ========================================================================= rollback
     def roll_back(
@@ -744,6 +755,7 @@ class PermitGangs:
         )
         group.timed_out = True
         group.timed_out_at = p.clock()
+        self._timed_out[id(group)] = group
         self._event(
             group,
             "GangTimeout",
@@ -774,10 +786,13 @@ class PermitGangs:
         """Forget timed-out groups once ``Timeouts.terminated`` (3 days) has passed."""
         p = self.partition
         horizon = p.clock() - p.timeouts.terminated
-        for group in {id(g): g for g in self.groups.values()}.values():
-            if group.timed_out and group.timed_out_at < horizon:
-                group.timed_out = False  # let _drop_group run
-                self._drop_group(group)
+        while self._timed_out:
+            key, group = next(iter(self._timed_out.items()))
+            if group.timed_out_at >= horizon:
+                break
+            del self._timed_out[key]
+            group.timed_out = False  # let _drop_group run
+            self._drop_group(group)
 
     # ============================================================================ views
     def view(self, gang_id: str) -> dict[str, Any] | None:

@@ -522,15 +522,14 @@ async def test_groups_that_gave_way_do_not_take_turns_grabbing_the_room(s: Scena
     await s.add_nodes("n1", memory=60, vcore=6)  # six members fit
     for app_id in ("y1", "y2", "o"):  # fifo: the young gangs' applications go first
         await s.submit(app_id)
-    loose = {"mode": "NonStrict"}
-    await s.ask("o", "o-early", tags=gang_tags("old", 5, **loose))  # the oldest gang, t=0
+    await s.ask("o", "o-early", tags=gang_tags("old", 5, mode="NonStrict"))  # the oldest gang, t=0
     await s.advance(1)
-    await s.ask("y1", "y1", count=2, tags=gang_tags("young-1", 3, **loose))
+    await s.ask("y1", "y1", count=2, tags=gang_tags("young-1", 3, mode="NonStrict"))
     await s.advance(1)
-    await s.ask("y2", "y2", count=3, tags=gang_tags("young-2", 4, **loose))
+    await s.ask("y2", "y2", count=3, tags=gang_tags("young-2", 4, mode="NonStrict"))
     assert s.allocations() == []
     async with asyncio.timeout(20):  # a watchdog: a livelock would never settle
-        await s.ask("o", "o-late", count=4, tags=gang_tags("old", 5, **loose))
+        await s.ask("o", "o-late", count=4, tags=gang_tags("old", 5, mode="NonStrict"))
     assert len(s.allocations("o")) == 5
     rolled = [e.group_id for e in events(s, "GangRolledBack")]
     assert rolled[:2] == ["default/young-2", "default/young-1"]
@@ -590,3 +589,20 @@ async def test_a_strict_member_that_fits_nowhere_is_reported_once_per_change(s: 
     assert len(events(s, "GangRolledBack")) == 1
     await s.add_nodes("n2", memory=5, vcore=1)  # a change, still too small
     assert len(events(s, "GangRolledBack")) == 2
+
+
+async def test_a_timed_out_gang_is_forgotten_after_three_days(s: Scenario) -> None:
+    await s.add_nodes("n1")
+    await s.submit("app-1")
+    await s.ask("app-1", "m1", tags=gang_tags("g", 2, waiting_time="1m"))
+    await s.advance(60)  # the group times out at t=60
+    await s.advance(3 * 24 * 3600 - 1)
+    await s.submit("app-2")
+    await s.ask("app-2", "m2", tags=gang_tags("g", 2, waiting_time="1m"))
+    reasons = {r.allocation_key: r.reason for r in s.rm.rejected_asks}
+    assert set(reasons) == {"m1", "m2"} and "timeout" in reasons["m2"]
+    await s.advance(2)  # three days since the timeout: a new gang of the same id
+    await s.submit("app-3")
+    await s.ask("app-3", "m3", count=2, tags=gang_tags("g", 2, waiting_time="1m"))
+    assert {r.allocation_key for r in s.rm.rejected_asks} == {"m1", "m2"}
+    assert [a.allocation_key for a in s.allocations()] == ["m3", "m3"]
