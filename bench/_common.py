@@ -39,6 +39,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+from scheduler import si
+
 BENCH = Path(__file__).resolve().parent
 RESULTS = BENCH / "results"
 
@@ -262,3 +264,23 @@ class Run:
             return 0
         print(f"missed targets: {names}", file=sys.stderr)
         return 1
+
+
+def confirm_replaced(
+    rm_id: str, partition: str, releases: list[si.AllocationRelease]
+) -> si.AllocationRequest:
+    """The RM's confirmation of ``PLACEHOLDER_REPLACED`` releases: the same uuids and type."""
+    return si.AllocationRequest(
+        rm_id=rm_id,
+        releases=si.AllocationReleasesRequest(
+            allocations_to_release=[
+                si.AllocationRelease(
+                    partition_name=partition,
+                    application_id=r.application_id,
+                    uuid=r.uuid,
+                    termination_type=si.TerminationType.PLACEHOLDER_REPLACED,
+                )
+                for r in releases
+            ]
+        ),
+    )

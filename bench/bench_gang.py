@@ -38,7 +38,7 @@ import tracemalloc
 from typing import Any
 
 import scheduler
-from _common import RESULTS, Run, add_arguments
+from _common import RESULTS, Run, add_arguments, confirm_replaced
 from bench_scheduling import run_once as plain_run_once
 from scheduler import si
 from scheduler.testing import ManualClock
@@ -281,22 +281,7 @@ async def run_gang(
                 )
             rounds += 1
             confirmed += len(batch)
-            await core.update_allocation(
-                si.AllocationRequest(
-                    rm_id=RM_ID,
-                    releases=si.AllocationReleasesRequest(
-                        allocations_to_release=[
-                            si.AllocationRelease(
-                                partition_name=PARTITION,
-                                application_id=r.application_id,
-                                uuid=r.uuid,
-                                termination_type=si.TerminationType.PLACEHOLDER_REPLACED,
-                            )
-                            for r in batch
-                        ]
-                    ),
-                )
-            )
+            await core.update_allocation(confirm_replaced(RM_ID, PARTITION, batch))
         settled = time.perf_counter()
         assert rm.real_done_at is not None
         real_seconds = rm.real_done_at - start

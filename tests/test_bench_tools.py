@@ -8,6 +8,7 @@ only the structure of the output and the exit codes are checked.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import importlib.util
 import io
 import json
@@ -25,7 +26,13 @@ import scheduler
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "bench"
-SCRIPTS = ["bench_scheduling.py", "bench_actors.py", "bench_proxy.py", "bench_gang.py"]
+SCRIPTS = [
+    "bench_scheduling.py",
+    "bench_actors.py",
+    "bench_proxy.py",
+    "bench_gang.py",
+    "bench_permit.py",
+]
 # The scripts run on the package this test run imports: src/ here, the installed compiled
 # build in ``nox -s tests_compiled``.
 PACKAGE_ROOT = str(Path(scheduler.__file__).parents[1])
@@ -284,9 +291,69 @@ def test_floor_runs_the_minimal_loop_beside_the_core(tmp_path: Path) -> None:
     assert re.search(r"the core takes \d+\.\dx the floor's time per allocation", done.stdout)
 
 
+def test_permit_interleaves_the_cases_and_reports_gangs_per_second(tmp_path: Path) -> None:
+    done, doc = run_script("bench_permit.py", tmp_path / "out.json", "--repeat", "2")
+    assert done.returncode == 0, done.stderr
+    # each repeat runs every case once, the order flipped from one repeat to the next
+    labels = re.findall(r"^\[\d+/8\] (\w+): .* repeat (\d)/2: ", done.stderr, re.M)
+    order = ["strict", "nonstrict", "placeholder", "plain"]
+    assert labels == [(c, "1") for c in order] + [(c, "2") for c in reversed(order)]
+    assert (doc["gangs"], doc["members"], doc["nodes"], doc["repeat"]) == (10, 5, 10, 2)
+    results = {r["case"]: r for r in doc["results"]}
+    assert list(results) == ["strict", "nonstrict", "placeholder", "replace", "plain"]
+    for res in results.values():
+        assert len(res["runs"]) == 2
+        assert res["gangs_per_s_best"] >= res["gangs_per_s"] > 0
+        # every gang of 5 complete: the allocations are 5 times the gangs
+        assert res["allocs_per_s"] == pytest.approx(5 * res["gangs_per_s"])
+        assert 0 < res["first_gang_seconds"] <= res["seconds"] <= res["settle_seconds"]
+        assert res["load_min"] is not None and res["load_min"] <= res["load_max"]
+    assert all(r["confirm_rounds"] >= 1 for r in results["replace"]["runs"])
+    # a permit gang's members reach the RM together: one response per gang at most
+    assert 1 <= results["strict"]["responses"] <= 10
+    assert set(doc["targets"]) == {"strict_vs_placeholder", "nonstrict_vs_placeholder"}
+    target = doc["targets"]["strict_vs_placeholder"]
+    assert target["value"] == pytest.approx(
+        results["strict"]["gangs_per_s"] / results["placeholder"]["gangs_per_s"]
+    )
+    assert "gangs/s" in done.stdout and "replace" in done.stdout
+    assert set(ab_rates(doc)) == {
+        f"results[case={case}].{rate}"
+        for case in results
+        for rate in ("gangs_per_s", "allocs_per_s")
+    }
+
+
+@pytest.mark.parametrize("case", ["strict", "nonstrict", "placeholder", "plain"])
+def test_permit_fails_a_run_that_leaves_gangs_incomplete(case: str) -> None:
+    sys.path.insert(0, str(BENCH))
+    try:
+        import bench_permit  # type: ignore[import-not-found]
+    finally:
+        sys.path.remove(str(BENCH))
+    # 10 gangs of 5 on 4 nodes of room for 10: two gangs cannot be placed
+    with pytest.raises(bench_permit.BenchError, match="8 of 10 gangs complete"):
+        asyncio.run(bench_permit.run_case(case, bench_permit.Size(10, 5, 4)))
+
+
+def test_permit_refuses_sizes_that_cannot_fit() -> None:
+    done = run_bench("bench_permit.py", "--nodes", "4")
+    assert done.returncode == 2
+    assert "50 members do not fit on 4 nodes of 10" in done.stderr
+
+
 def test_profile_puts_every_sample_in_a_category(tmp_path: Path) -> None:
+    # Ten quick runs: one is over in a few milliseconds on the compiled build, and on a
+    # loaded machine the sampling thread may not get a turn in so short a time.
     done, doc = run_script(
-        "profile_scheduling.py", tmp_path / "out.json", "--interval", "0.0002", "--functions", "5"
+        "profile_scheduling.py",
+        tmp_path / "out.json",
+        "--interval",
+        "0.0002",
+        "--functions",
+        "5",
+        "--repeat",
+        "10",
     )
     assert done.returncode == 0, done.stderr
     rows = doc["categories"]
