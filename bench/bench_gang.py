@@ -409,6 +409,8 @@ async def main() -> int:
 
     logger.remove()
     logger.add(_log_error, level="ERROR")
+    logger.enable("scheduler")  # the library's loggers are off until the program turns
+    logger.enable("actors")  # them on: without this the sink above would hear nothing
     small = args.small or args.quick
     repeat = args.repeat or (1 if args.quick else int(os.environ.get("BENCH_REPEAT", "3")))
     d_apps, d_per_app, d_nodes = (10, 5, 20) if small else (200, 50, 1_000)
