@@ -20,7 +20,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 API = ROOT / "docs" / "api"
-PUBLIC_MODULES = ("scheduler", "scheduler.si", "scheduler.testing", "actors")
+PUBLIC_MODULES = ("scheduler", "scheduler.si", "scheduler.testing", "scheduler.client", "actors")
 
 # A mkdocstrings block: the ``:::`` line and the indented YAML options under it.
 BLOCK = re.compile(r"^::: *(?P<target>[\w.]+) *\n(?P<options>(?:(?: {4}.*)?\n)*)", re.M)

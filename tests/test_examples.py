@@ -57,6 +57,14 @@ EXPECTED: dict[str, list[str]] = {
         "rejected ask trial: permit gang train/sweep timeout",
         "event GangTimeout (train/sweep)",
     ],
+    "remote_rm.py": [
+        "daemon listening (native transport)",
+        "node accepted: node-1",
+        "allocated: task on node-1",
+        "allocated: task on node-1",
+        "allocatedResource: {'memory': 2147483648, 'vcore': 2000}",
+        "daemon exited with 0",
+    ],
     "queues_demo.py": [
         "REJECTED: intruder: failed to place application intruder: "
         "application rejected: no placement rule matched",

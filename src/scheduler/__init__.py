@@ -6,7 +6,8 @@ Resource managers talk to it through the Scheduler Interface (``scheduler.si``):
         await core.register_resource_manager(request, callback)
         await core.update_node(...); await core.settle()
 
-The public surface is this module, ``scheduler.si`` and ``scheduler.testing``.
+The public surface is this module, ``scheduler.si``, ``scheduler.testing`` and
+``scheduler.client`` (an RM's connection to a daemon, ``scheduler serve``).
 
 The library logs through loguru and is silent until the application turns it on:
 ``logger.enable("scheduler")`` (and ``logger.enable("actors")`` for the runtime).

@@ -25,7 +25,10 @@ from rich.text import Text
 
 import scheduler
 from scheduler._config_check import CheckResult, check_config
+from scheduler._daemon import DaemonOptions, run_daemon
 from scheduler._demo import Report, Section, demo_steps, run_demo
+from scheduler._errors import SchedulerError
+from scheduler._native import Limits
 
 __all__ = ["app", "main"]
 
@@ -50,13 +53,17 @@ class _LogSinks:
     def __init__(self) -> None:
         self.sink_id: int | None = None
 
-    def configure(self, verbose: bool, level: LogLevel | None) -> None:
+    def configure(self, verbose: bool, level: LogLevel | None, *, json: bool = False) -> None:
         if not verbose and level is None:
             return
         self.close()
         for name in _LOGGERS:
             logger.enable(name)
-        self.sink_id = logger.add(sys.stderr, level=str(level or LogLevel.DEBUG), format=_fmt)
+        level_name = str(level or LogLevel.DEBUG)
+        if json:  # one JSON object a line, for a log collector
+            self.sink_id = logger.add(sys.stderr, level=level_name, serialize=True)
+        else:
+            self.sink_id = logger.add(sys.stderr, level=level_name, format=_fmt)
 
     def close(self) -> None:
         if self.sink_id is not None:
@@ -92,7 +99,8 @@ Level = Annotated[
 
 app = typer.Typer(
     name="scheduler",
-    help="Apache YuniKorn's scheduler core in Python: check a queues.yaml, or watch a demo run.",
+    help="Apache YuniKorn's scheduler core in Python: serve it to RMs, check a queues.yaml, "
+    "or watch a demo run.",
     epilog="-v and --log-level work before or after the command. The library logs nothing "
     "unless one of them is given.",
     no_args_is_help=True,
@@ -128,6 +136,94 @@ def _sinks(ctx: typer.Context) -> _LogSinks:
     if not isinstance(ctx.obj, _LogSinks):
         ctx.obj = _LogSinks()
     return ctx.obj
+
+
+# =================================================================================== serve
+@app.command(short_help="Run the core as a daemon that RMs connect to.")
+def serve(
+    ctx: typer.Context,
+    config: Annotated[
+        Path | None,
+        typer.Option(
+            "--config",
+            metavar="FILE",
+            help="queues.yaml for RMs that register without one; watched, and reloaded on "
+            "change (an invalid change is logged and the old configuration stays).",
+            show_default=False,
+        ),
+    ] = None,
+    native: Annotated[
+        str,
+        typer.Option(
+            metavar="ADDRESS",
+            help="Where RMs connect with scheduler.client: tcp://host:port (port 0: a free "
+            "one) or unix:///path.",
+        ),
+    ] = "tcp://127.0.0.1:9091",
+    token: Annotated[
+        str,
+        typer.Option(
+            envvar="SCHEDULER_TOKEN",
+            help="A shared token every RM must present (also $SCHEDULER_TOKEN).",
+            show_default=False,
+        ),
+    ] = "",
+    max_frame: Annotated[
+        int, typer.Option(min=1024, metavar="BYTES", help="The largest frame an RM may send.")
+    ] = Limits().max_frame,
+    max_asks: Annotated[
+        int, typer.Option(min=1, metavar="N", help="Asks in one AllocationRequest.")
+    ] = Limits().max_asks,
+    max_id: Annotated[
+        int,
+        typer.Option(min=1, metavar="N", help="Characters in a node, application or ask id."),
+    ] = Limits().max_id,
+    max_backlog: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            metavar="N",
+            help="Frames that may wait for an RM before it is disconnected as too slow.",
+        ),
+    ] = Limits().max_backlog,
+    grace: Annotated[
+        float,
+        typer.Option(
+            min=0.0,
+            metavar="SECONDS",
+            help="How long SIGTERM/SIGINT waits for RMs' calls in flight.",
+        ),
+    ] = 10.0,
+    log_json: Annotated[
+        bool, typer.Option("--log-json", help="Log one JSON object a line.")
+    ] = False,
+    verbose: Verbose = False,
+    log_level: Level = None,
+) -> None:
+    """Serve the core to RMs over the network until SIGTERM or SIGINT.
+
+    Prints each address it bound ("native tcp://127.0.0.1:9091") and then "ready" on
+    stdout. Logs to stderr from INFO unless --log-level says otherwise.
+    """
+    _sinks(ctx).configure(True, log_level or LogLevel.INFO, json=log_json)
+    options = DaemonOptions(
+        config=config,
+        native=native,
+        token=token,
+        grace=grace,
+        limits=Limits(
+            max_frame=max_frame, max_asks=max_asks, max_id=max_id, max_backlog=max_backlog
+        ),
+    )
+    try:
+        code = asyncio.run(run_daemon(options))
+    except SchedulerError as exc:
+        typer.echo(f"scheduler serve: {exc}", err=True)
+        raise typer.Exit(2) from None
+    except OSError as exc:
+        typer.echo(f"scheduler serve: cannot listen on {native}: {exc.strerror}", err=True)
+        raise typer.Exit(2) from None
+    raise typer.Exit(code)
 
 
 # ============================================================================ check-config

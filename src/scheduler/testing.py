@@ -18,6 +18,7 @@ from actors import ManualClock
 from scheduler import si
 from scheduler._callback import ResourceManagerCallback
 from scheduler._core import Core, start_scheduler
+from scheduler.client import RemoteCore
 
 __all__ = [
     "DEFAULT_ASK",
@@ -223,7 +224,8 @@ class Scenario:
             s.assert_allocated("app-1", 2)
 
     Args:
-        core: A running core (from :func:`scheduler.start_scheduler`).
+        core: A running core (from :func:`scheduler.start_scheduler`), or a daemon's
+            (from :func:`scheduler.client.connect`): the same steps drive either.
         clock: The clock the core was started with.
         rm: The callback the RM registers; a new :class:`RecordingCallback` by default.
         rm_id: The RM's id in every request.
@@ -232,7 +234,7 @@ class Scenario:
 
     def __init__(
         self,
-        core: Core,
+        core: Core | RemoteCore,
         clock: ManualClock,
         rm: RecordingCallback | None = None,
         *,

@@ -1,0 +1,165 @@
+"""``scheduler serve``: the core as a long-lived daemon that RMs reach over the network.
+
+One process, one event loop: the core (``start_scheduler``), the native transport's
+listener (``scheduler._native``), the configuration watcher, and the signal handler, all
+tasks of one task group. SIGTERM or SIGINT: stop taking connections, let every RM's calls
+in flight finish and say goodbye, stop the core, exit 0 (within ``grace`` seconds).
+
+The configuration file (``--config``) is what an RM that registers without one gets, and
+is watched: a change is checked first (``parse_config``) and, if valid, applied to every RM
+registered here through ``update_configuration`` (validate, then swap); an invalid one
+is logged with its reason and the old configuration stays in force.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import signal
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+from urllib.parse import urlsplit
+
+import anyio
+from anyio.abc import Listener, SocketAttribute
+from loguru import logger
+
+from scheduler import si
+from scheduler._config import parse_config
+from scheduler._core import start_scheduler
+from scheduler._errors import ConfigError, SchedulerError
+from scheduler._native import Limits, NativeServer
+
+__all__ = ["DaemonOptions", "run_daemon"]
+
+_log = logger.bind(component="daemon")
+
+
+@dataclass
+class DaemonOptions:
+    """What ``scheduler serve`` was told."""
+
+    config: Path | None = None
+    native: str = "tcp://127.0.0.1:9091"
+    token: str = ""
+    watch_interval: float = 1.0  # seconds between looks at the configuration file
+    grace: float = 10.0  # seconds a shutdown waits for RMs to be answered
+    limits: Limits = field(default_factory=Limits)
+
+
+async def run_daemon(
+    options: DaemonOptions,
+    *,
+    out: TextIO | None = None,
+    ready: Callable[[dict[str, str]], None] | None = None,
+) -> int:
+    """Serve until SIGTERM or SIGINT; returns the exit code.
+
+    Prints the addresses it bound (``native tcp://127.0.0.1:40123``), one a line, then
+    ``ready``, to ``out`` (stdout); ``ready`` (tests) is called with them too.
+    """
+    out = out or sys.stdout
+    config_text = ""
+    if options.config is not None:
+        config_text = _read_config(options.config)
+    async with start_scheduler() as core:
+        server = NativeServer(core, token=options.token, limits=options.limits)
+        server.config = config_text
+        listener, address = await _listen(options.native)
+        addresses = {"native": address}
+        for kind, where in addresses.items():
+            print(f"{kind} {where}", file=out, flush=True)
+        print("ready", file=out, flush=True)
+        _log.info("serving: {}", addresses)
+        if ready is not None:
+            ready(addresses)
+        async with anyio.create_task_group() as tg:
+            accepting = anyio.CancelScope()
+
+            async def accept() -> None:
+                with accepting:
+                    async with listener:
+                        await server.serve(listener)
+
+            tg.start_soon(accept)
+            if options.config is not None:
+                tg.start_soon(_watch, server, options.config, options.watch_interval, config_text)
+            with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+                async for signum in signals:
+                    _log.info("{}: shutting down", signal.Signals(signum).name)
+                    break
+            await server.shut_down("the daemon is shutting down", options.grace)
+            accepting.cancel()
+            tg.cancel_scope.cancel()
+    _log.info("stopped")
+    return 0
+
+
+def _read_config(path: Path) -> str:
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise SchedulerError(f"cannot read the configuration {path}: {exc.strerror}") from None
+    try:
+        parse_config(text)
+    except ConfigError as exc:
+        raise SchedulerError(f"{path}: {exc}") from None
+    return text
+
+
+async def _listen(address: str) -> tuple[Listener[Any], str]:
+    """A listener on ``tcp://host:port`` (port 0: a free one) or ``unix:///path``, and
+    the address it is bound to."""
+    parts = urlsplit(address)
+    if parts.scheme == "tcp":
+        if not parts.hostname or parts.port is None:
+            raise SchedulerError(f"--native {address!r}: say tcp://host:port")
+        listener = await anyio.create_tcp_listener(local_host=parts.hostname, local_port=parts.port)
+        bound: Any = listener.extra(SocketAttribute.local_address)
+        host, port = bound[0], bound[1]
+        shown = f"[{host}]" if ":" in str(host) else host
+        return listener, f"tcp://{shown}:{port}"
+    if parts.scheme == "unix":
+        if not parts.path:
+            raise SchedulerError(f"--native {address!r}: say unix:///path/to/socket")
+        path = Path(parts.path)
+        if path.is_socket():
+            path.unlink()  # left behind by a daemon that did not stop cleanly
+        return await anyio.create_unix_listener(path), f"unix://{path}"
+    raise SchedulerError(f"--native {address!r}: the scheme must be tcp:// or unix://")
+
+
+async def _watch(server: NativeServer, path: Path, interval: float, current: str) -> None:
+    """Look at the configuration file every ``interval`` seconds; apply a valid change."""
+    digest = _digest(current)
+    while True:
+        await anyio.sleep(interval)
+        try:
+            text = path.read_text()
+        except OSError as exc:
+            _log.warning("configuration {} unreadable ({}): the old one stays", path, exc)
+            continue
+        if _digest(text) == digest:
+            continue
+        digest = _digest(text)
+        try:
+            parse_config(text)
+        except ConfigError as exc:
+            _log.error("configuration {} is invalid, the old one stays: {}", path, exc)
+            continue
+        server.config = text
+        for rm_id in sorted(server.rm_ids):
+            try:
+                await server.core.update_configuration(
+                    si.UpdateConfigurationRequest(rm_id=rm_id, config=text)
+                )
+            except SchedulerError as exc:
+                _log.error("configuration {} not applied to {}: {}", path, rm_id, exc)
+                continue
+            _log.info("configuration {} reloaded for {}", path, rm_id)
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()

@@ -1,0 +1,359 @@
+"""A Python RM's connection to a scheduler daemon (``scheduler serve``).
+
+``connect(target)`` gives the same coroutine methods as the in-process core
+(``scheduler.start_scheduler``), with the same callback class, so one RM (or one scenario
+test) runs unchanged against either::
+
+    async with scheduler.client.connect("tcp://127.0.0.1:9091") as core:
+        await core.register_resource_manager(request, MyRM())
+        await core.update_node(si.NodeRequest(rm_id="rm-1", nodes=[...]))
+        await core.settle()
+
+Targets: ``tcp://host:port`` or ``unix:///path`` (the native transport: SI structs as
+length-prefixed MessagePack frames). The RM's callbacks are called one at a time, in the
+order the core made them, from a task of the connection; a callback may call the core.
+``settle()`` returns once the daemon has settled and every callback it caused has run here
+(and what those callbacks sent has settled in turn).
+
+Errors come back as they do in-process: ``scheduler.SchedulerError`` (and its
+``ConfigError``), ``scheduler.NotFoundError``. A connection the daemon closes, or that
+breaks, fails every call waiting on it, and every later call, with ``ConnectionError``
+naming the reason.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+from collections.abc import AsyncIterator
+from typing import Any
+from urllib.parse import urlsplit
+
+import anyio
+import msgspec
+from anyio.abc import ByteStream
+from loguru import logger
+
+from scheduler import si
+from scheduler._callback import ResourceManagerCallback
+from scheduler._core import _check_callback, _overrides
+from scheduler._errors import ConfigError, NotFoundError, SchedulerError
+from scheduler._wire import (
+    MAX_FRAME,
+    AllocationCall,
+    AllocationPush,
+    ApplicationCall,
+    ApplicationPush,
+    CallbackReply,
+    ConfigurationCall,
+    EventsPush,
+    FrameReader,
+    Goodbye,
+    Hello,
+    NodeCall,
+    NodePush,
+    PredicatesAsk,
+    QueryCall,
+    RegisterCall,
+    Result,
+    SchedulingStatePush,
+    Welcome,
+    WireError,
+    decode_from_daemon,
+    encode,
+)
+
+__all__ = ["RemoteCore", "connect"]
+
+_ERRORS: dict[str, type[Exception]] = {
+    "SchedulerError": SchedulerError,
+    "ConfigError": ConfigError,
+    "NotFoundError": NotFoundError,
+}
+_CALLBACKS = (
+    "update_allocation",
+    "update_application",
+    "update_node",
+    "predicates",
+    "send_event",
+    "update_container_scheduling_state",
+)
+_log = logger.bind(transport="native")
+
+
+@contextlib.asynccontextmanager
+async def connect(
+    target: str, *, token: str = "", max_frame: int = MAX_FRAME, timeout: float = 30.0
+) -> AsyncIterator[RemoteCore]:
+    """Connect to a daemon; leaving the block closes the connection.
+
+    Args:
+        target: ``tcp://host:port`` or ``unix:///path``.
+        token: The daemon's shared token (``scheduler serve --token``), if it has one.
+        max_frame: The largest frame accepted from the daemon, in bytes.
+        timeout: Seconds to connect and be welcomed.
+
+    Raises:
+        SchedulerError: ``target`` is not a target this client can reach.
+        ConnectionError: The daemon cannot be reached, or refused the connection (a wrong
+            token, a different protocol version).
+    """
+    stream = await _open(target, timeout)
+    remote = RemoteCore(stream, target, max_frame)
+    try:
+        await remote._start(token, timeout)
+        yield remote
+    finally:
+        await remote.aclose()
+
+
+async def _open(target: str, timeout: float) -> ByteStream:
+    parts = urlsplit(target)
+    try:
+        with anyio.fail_after(timeout):
+            if parts.scheme == "tcp":
+                if not parts.hostname or parts.port is None:
+                    raise SchedulerError(f"target {target!r}: say tcp://host:port")
+                return await anyio.connect_tcp(parts.hostname, parts.port)
+            if parts.scheme == "unix":
+                if not parts.path:
+                    raise SchedulerError(f"target {target!r}: say unix:///path/to/socket")
+                return await anyio.connect_unix(parts.path)
+    except TimeoutError:
+        raise ConnectionError(f"{target}: no connection within {timeout:g}s") from None
+    except OSError as exc:
+        raise ConnectionError(f"{target}: {exc.strerror or exc}") from None
+    if parts.scheme == "grpc":
+        raise SchedulerError(
+            f"target {target!r}: this client speaks the native transport; "
+            "use tcp://host:port or unix:///path (the daemon's --native address)"
+        )
+    raise SchedulerError(f"target {target!r}: the scheme must be tcp:// or unix://")
+
+
+class RemoteCore:
+    """The core of a daemon, seen from an RM: the methods of the in-process core."""
+
+    def __init__(self, stream: ByteStream, target: str, max_frame: int) -> None:
+        self._stream = stream
+        self.target = target
+        self._max_frame = max_frame
+        self._ids = itertools.count(1)
+        self._waiting: dict[int, asyncio.Future[Result]] = {}
+        self._welcome: asyncio.Future[Welcome] | None = None
+        self._callback: ResourceManagerCallback | None = None
+        self._inbox: asyncio.Queue[object] = asyncio.Queue()
+        self._send_lock = anyio.Lock()
+        self._sent = 0  # requests that change state, sent so far (``settle`` counts them)
+        self._closed: str = ""
+        self._tasks: list[asyncio.Task[None]] = []
+
+    def __repr__(self) -> str:
+        state = f"closed: {self._closed}" if self._closed else "open"
+        return f"<RemoteCore {self.target} {state}>"
+
+    # ========================================================================== SI calls
+    async def register_resource_manager(
+        self, request: si.RegisterResourceManagerRequest, callback: ResourceManagerCallback
+    ) -> si.RegisterResourceManagerResponse:
+        """As the in-process core's: the callback is called here, the core is there."""
+        _check_callback(callback)
+        if type(request) is not si.RegisterResourceManagerRequest:
+            raise SchedulerError(
+                f"expected si.RegisterResourceManagerRequest, got {type(request).__name__}"
+            )
+        overrides = [m for m in _CALLBACKS if _overrides(callback, m)]
+        self._callback = callback
+        value = await self._call(RegisterCall(id=0, request=request, overrides=overrides))
+        return msgspec.convert(value or {}, si.RegisterResourceManagerResponse)
+
+    async def update_node(self, request: si.NodeRequest) -> None:
+        _expect(request, si.NodeRequest)
+        await self._call(NodeCall(id=0, request=request), changes=True)
+
+    async def update_application(self, request: si.ApplicationRequest) -> None:
+        _expect(request, si.ApplicationRequest)
+        await self._call(ApplicationCall(id=0, request=request), changes=True)
+
+    async def update_allocation(self, request: si.AllocationRequest) -> None:
+        _expect(request, si.AllocationRequest)
+        await self._call(AllocationCall(id=0, request=request), changes=True)
+
+    async def update_configuration(self, request: si.UpdateConfigurationRequest) -> None:
+        _expect(request, si.UpdateConfigurationRequest)
+        await self._call(ConfigurationCall(id=0, request=request), changes=True)
+
+    async def settle(self) -> None:
+        """Return once the daemon settled and every callback it caused ran here; what those
+        callbacks sent is settled too."""
+        while True:
+            before = self._sent
+            await self._query("settle")
+            await self._inbox.join()
+            if self._sent == before:
+                return
+
+    # =========================================================================== queries
+    async def get_partitions(self) -> list[dict[str, Any]]:
+        result: list[dict[str, Any]] = await self._query("get_partitions")
+        return result
+
+    async def get_queue(self, partition: str, queue_path: str) -> dict[str, Any]:
+        result: dict[str, Any] = await self._query("get_queue", partition, queue_path)
+        return result
+
+    async def get_application(self, partition: str, application_id: str) -> dict[str, Any]:
+        result: dict[str, Any] = await self._query("get_application", partition, application_id)
+        return result
+
+    async def get_node(self, partition: str, node_id: str) -> dict[str, Any]:
+        result: dict[str, Any] = await self._query("get_node", partition, node_id)
+        return result
+
+    async def get_user_usage(self, partition: str) -> list[dict[str, Any]]:
+        result: list[dict[str, Any]] = await self._query("get_user_usage", partition)
+        return result
+
+    async def get_group_usage(self, partition: str) -> list[dict[str, Any]]:
+        result: list[dict[str, Any]] = await self._query("get_group_usage", partition)
+        return result
+
+    async def state_dump(self) -> dict[str, Any]:
+        result: dict[str, Any] = await self._query("state_dump")
+        return result
+
+    async def _query(self, method: str, *args: str) -> Any:
+        for arg in args:
+            if not isinstance(arg, str):
+                raise SchedulerError(f"{method}: arguments must be strings, got {arg!r}")
+        return await self._call(QueryCall(id=0, method=method, args=list(args)))
+
+    # ====================================================================== plumbing
+    async def _call(self, call: Any, *, changes: bool = False) -> Any:
+        if self._closed:
+            raise ConnectionError(f"{self.target}: {self._closed}")
+        call.id = next(self._ids)
+        future: asyncio.Future[Result] = asyncio.get_running_loop().create_future()
+        self._waiting[call.id] = future
+        if changes:
+            self._sent += 1
+        try:
+            await self._send(encode(call))
+            result = await future
+        finally:
+            self._waiting.pop(call.id, None)
+        if result.error:
+            raise _ERRORS.get(result.error, SchedulerError)(result.message)
+        return result.value
+
+    async def _send(self, data: bytes) -> None:
+        try:
+            async with self._send_lock:
+                await self._stream.send(data)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
+            self._fail(f"the connection broke while sending ({exc or type(exc).__name__})")
+            raise ConnectionError(f"{self.target}: {self._closed}") from None
+
+    async def _start(self, token: str, timeout: float) -> None:
+        loop = asyncio.get_running_loop()
+        self._welcome = loop.create_future()
+        self._tasks = [
+            loop.create_task(self._read(), name=f"scheduler.client read {self.target}"),
+            loop.create_task(self._call_back(), name=f"scheduler.client callbacks {self.target}"),
+        ]
+        await self._send(encode(Hello(token=token)))
+        try:
+            async with asyncio.timeout(timeout):
+                await self._welcome
+        except TimeoutError:
+            raise ConnectionError(f"{self.target}: no welcome within {timeout:g}s") from None
+
+    async def _read(self) -> None:
+        reader = FrameReader(self._max_frame)
+        reason = "the daemon closed the connection"
+        try:
+            while True:
+                data = await self._stream.receive(1 << 16)
+                for body in reader.feed(data):
+                    message = decode_from_daemon(body)
+                    if isinstance(message, Result):
+                        future = self._waiting.get(message.id)
+                        if future is not None and not future.done():
+                            future.set_result(message)
+                    elif isinstance(message, Welcome):
+                        if self._welcome is not None and not self._welcome.done():
+                            self._welcome.set_result(message)
+                    elif isinstance(message, Goodbye):
+                        reason = f"the daemon closed the connection: {message.message}"
+                        return
+                    else:
+                        self._inbox.put_nowait(message)
+        except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError):
+            pass
+        except WireError as exc:
+            reason = f"bad frame from the daemon: {exc}"
+        except OSError as exc:
+            reason = f"the connection broke: {exc.strerror or exc}"
+        finally:
+            self._fail(reason)
+
+    def _fail(self, reason: str) -> None:
+        if self._closed:
+            return
+        self._closed = reason
+        error = ConnectionError(f"{self.target}: {reason}")
+        for future in self._waiting.values():
+            if not future.done():
+                future.set_exception(error)
+        if self._welcome is not None and not self._welcome.done():
+            self._welcome.set_exception(error)
+
+    async def _call_back(self) -> None:
+        """The RM's callbacks, one at a time, in the order the core made them."""
+        while True:
+            message = await self._inbox.get()
+            try:
+                await self._deliver(message)
+            except Exception:
+                _log.exception("the RM's callback raised on {}", type(message).__name__)
+            finally:
+                self._inbox.task_done()
+
+    async def _deliver(self, message: object) -> None:
+        callback = self._callback
+        if callback is None:
+            return
+        if isinstance(message, AllocationPush):
+            await callback.update_allocation(message.response)
+        elif isinstance(message, ApplicationPush):
+            await callback.update_application(message.response)
+        elif isinstance(message, NodePush):
+            await callback.update_node(message.response)
+        elif isinstance(message, EventsPush):
+            await callback.send_event(message.events)
+        elif isinstance(message, SchedulingStatePush):
+            await callback.update_container_scheduling_state(message.request)
+        elif isinstance(message, PredicatesAsk):
+            allowed = False
+            try:
+                allowed = bool(await callback.predicates(message.args))
+            finally:
+                if not self._closed:
+                    await self._send(encode(CallbackReply(id=message.id, allowed=allowed)))
+
+    async def aclose(self) -> None:
+        """Close the connection (``connect`` does it on leaving its block)."""
+        self._fail("the connection is closed")
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        with contextlib.suppress(Exception):
+            await self._stream.aclose()
+
+
+def _expect(request: object, kind: type) -> None:
+    if type(request) is not kind:
+        raise SchedulerError(f"expected si.{kind.__name__}, got {type(request).__name__}")

@@ -1,0 +1,436 @@
+"""``scheduler serve`` as a real subprocess on free loopback ports, driven with
+``scheduler.client``: the same scenario runs in-process and against the daemon; the
+configuration file is watched; a wrong token, a client that dies mid-frame, oversized and
+malformed frames are refused without harm to other RMs; SIGTERM exits cleanly."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import select
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import msgspec
+import pytest
+
+import scheduler
+from scheduler import si
+from scheduler.client import connect
+from scheduler.testing import ManualClock, RecordingCallback, Scenario, gang_tags
+
+pytestmark = pytest.mark.asyncio
+
+QUEUES = """
+partitions:
+  - name: default
+    queues:
+      - name: root
+        submitacl: "*"
+        queues:
+          - name: default
+          - name: a
+            resources:
+              max: {memory: 1000, vcore: 100}
+"""
+REPLACED = si.TerminationType.PLACEHOLDER_REPLACED
+
+
+# ================================================================= the daemon process
+class Daemon:
+    """A ``scheduler serve`` subprocess and the native address it bound."""
+
+    def __init__(self, tmp: Path, *args: str) -> None:
+        env = dict(os.environ)
+        package_root = str(Path(scheduler.__file__).parents[1])  # src/, or the compiled build
+        env["PYTHONPATH"] = os.pathsep.join([package_root, *filter(None, [env.get("PYTHONPATH")])])
+        self.log = tmp / f"daemon-{time.monotonic_ns()}.log"
+        self._log_file = self.log.open("w")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "scheduler", "serve", "--native", "tcp://127.0.0.1:0", *args],
+            stdout=subprocess.PIPE,
+            stderr=self._log_file,
+            env=env,
+        )
+        self.address = ""
+        self._wait_ready(30.0)
+
+    def _wait_ready(self, seconds: float) -> None:
+        assert self.proc.stdout is not None
+        fd = self.proc.stdout.fileno()
+        seen = b""
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([fd], [], [], 0.2)
+            if not ready:
+                if self.proc.poll() is not None:
+                    break
+                continue
+            chunk = os.read(fd, 4096)
+            if not chunk:
+                break
+            seen += chunk
+            lines = seen.decode().splitlines()
+            for line in lines:
+                if line.startswith("native "):
+                    self.address = line.split(" ", 1)[1]
+            if "ready" in lines:
+                return
+        self.proc.kill()
+        raise AssertionError(f"the daemon did not start:\n{seen.decode()}\n{self.log.read_text()}")
+
+    @property
+    def port(self) -> int:
+        return int(self.address.rsplit(":", 1)[1])
+
+    def stop(self, seconds: float = 20.0) -> int:
+        """SIGTERM, and the exit code (it must exit within ``seconds``)."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            code = self.proc.wait(seconds)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            raise AssertionError(
+                f"no exit {seconds}s after SIGTERM:\n{self.log.read_text()}"
+            ) from None
+        finally:
+            self._log_file.close()
+            if self.proc.stdout is not None:
+                self.proc.stdout.close()
+        return code
+
+    def logged(self) -> str:
+        if not self._log_file.closed:
+            self._log_file.flush()
+        return self.log.read_text()
+
+
+@pytest.fixture(scope="module")
+def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
+    d = Daemon(tmp_path_factory.mktemp("daemon"))
+    yield d
+    assert d.stop() == 0, d.logged()
+    assert "Traceback" not in d.logged(), d.logged()
+
+
+@asynccontextmanager
+async def remote_scenario(address: str, token: str = "") -> AsyncIterator[Scenario]:
+    async with connect(address, token=token) as core:
+        yield Scenario(core, ManualClock())
+
+
+@asynccontextmanager
+async def local_scenario() -> AsyncIterator[Scenario]:
+    clock = ManualClock()
+    async with scheduler.start_scheduler(clock=clock) as core:
+        yield Scenario(core, clock)
+
+
+# ======================================================================= one scenario
+async def gang_story(s: Scenario) -> None:
+    """Register, nodes, plain asks, a placeholder gang through the replacement handshake
+    with queries during it, a permit gang: the same steps whichever core ``s`` drives."""
+    await s.register(QUEUES)
+    await s.add_nodes("n1", "n2")
+    assert s.rm.accepted_nodes == ["n1", "n2"]
+    await s.submit("plain")
+    await s.ask("plain", count=2)
+    s.assert_allocated("plain", 2)
+
+    await s.submit_gang("gang", {"workers": 2})
+    s.assert_allocated("gang", 2, placeholder=True)
+    await s.ask("gang", "w", count=2, task_group="workers")
+    assert len(s.released(REPLACED)) == 2  # the core waits for the RM's confirmation
+    s.assert_allocated("gang", 0)
+    app = await s.application("gang")
+    assert app["placeholderData"][0]["count"] == 2
+    assert {a["releasePending"] for a in app["allocations"]} == {"PLACEHOLDER_REPLACED"}
+    await s.confirm_releases()
+    s.assert_allocated("gang", 2)
+    app = await s.application("gang")
+    assert app["placeholderData"][0]["replaced"] == 2
+    assert app["applicationState"] == "Running"
+
+    await s.submit("permit")
+    await s.ask("permit", "m", count=2, tags=gang_tags("p", 2))
+    s.assert_allocated("permit", 2)
+    assert (await s.application("permit"))["gangs"][0]["satisfied"] is True
+    [partition] = await s.core.get_partitions()
+    assert partition["totalNodes"] == 2
+    node = await s.core.get_node("default", "n1")
+    assert node["nodeID"] == "n1"
+    with pytest.raises(scheduler.NotFoundError):
+        await s.core.get_application("default", "nope")
+    with pytest.raises(scheduler.SchedulerError):
+        await s.core.update_node(si.NodeRequest(rm_id="not-registered"))
+
+
+async def test_the_scenario_in_process() -> None:
+    async with local_scenario() as s:
+        await gang_story(s)
+
+
+async def test_the_same_scenario_against_a_daemon(daemon: Daemon) -> None:
+    async with remote_scenario(daemon.address) as s:
+        await gang_story(s)
+
+
+async def test_a_callback_that_calls_the_core_is_settled_with_it(daemon: Daemon) -> None:
+    """An RM that confirms releases from its callback, as a real one does: settle() waits
+    for what the callback sent too."""
+
+    class Confirming(RecordingCallback):
+        core: object = None
+
+        async def update_allocation(self, response: si.AllocationResponse) -> None:
+            await super().update_allocation(response)
+            confirm = [
+                si.AllocationRelease(
+                    partition_name="default",
+                    application_id=r.application_id,
+                    uuid=r.uuid,
+                    termination_type=REPLACED,
+                )
+                for r in response.released
+                if r.termination_type == REPLACED
+            ]
+            if confirm:
+                request = si.AllocationRequest(
+                    rm_id="rm-1",
+                    releases=si.AllocationReleasesRequest(allocations_to_release=confirm),
+                )
+                await remote.update_allocation(request)
+
+    async with connect(daemon.address) as remote:
+        s = Scenario(remote, ManualClock(), Confirming())
+        await s.register(QUEUES)
+        await s.add_nodes("n1")
+        await s.submit_gang("gang", {"workers": 3})
+        await s.ask("gang", "w", count=3, task_group="workers")
+        s.assert_allocated("gang", 3)
+
+
+async def test_predicates_are_asked_over_the_wire(daemon: Daemon) -> None:
+    class Choosy(RecordingCallback):
+        def __init__(self) -> None:
+            super().__init__()
+            self.asked: list[str] = []
+
+        async def predicates(self, args: si.PredicatesArgs) -> bool:
+            self.asked.append(args.node_id)
+            return args.node_id != "n1"
+
+    rm = Choosy()
+    async with connect(daemon.address) as remote:
+        s = Scenario(remote, ManualClock(), rm)
+        await s.register(QUEUES)
+        await s.add_nodes("n1", "n2")
+        await s.submit("app")
+        await s.ask("app", count=2)
+        assert {a.node_id for a in s.assert_allocated("app", 2)} == {"n2"}
+        assert "n1" in rm.asked
+
+
+# ===================================================================== configuration
+async def test_a_configuration_file_change_is_picked_up(tmp_path: Path) -> None:
+    config = tmp_path / "queues.yaml"
+    config.write_text(QUEUES)
+    d = Daemon(tmp_path, "--config", str(config))
+    try:
+        async with remote_scenario(d.address) as s:
+            await s.register()  # no configuration: the daemon's file
+            assert (await s.core.get_queue("default", "root.a"))["maxResource"]["memory"] == 1000
+            config.write_text(QUEUES.replace("memory: 1000", "memory: 2000"))
+            await _until(lambda: _max_memory(s), 2000)
+            config.write_text("partitions: [{name: default, queues: [{name: root, max: 3}]}]")
+            await asyncio.sleep(2.5)  # two looks at the file: it is refused
+            assert await _max_memory(s) == 2000
+            assert "is invalid, the old one stays" in d.logged()
+    finally:
+        assert d.stop() == 0, d.logged()
+
+
+async def _max_memory(s: Scenario) -> int:
+    return int((await s.core.get_queue("default", "root.a"))["maxResource"]["memory"])
+
+
+async def _until(probe: object, want: object, seconds: float = 15.0) -> None:
+    deadline = time.monotonic() + seconds
+    got: object = None
+    while time.monotonic() < deadline:
+        got = await probe()  # type: ignore[operator]
+        if got == want:
+            return
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"still {got!r} after {seconds}s, waiting for {want!r}")
+
+
+async def test_an_invalid_configuration_file_stops_the_start(tmp_path: Path) -> None:
+    config = tmp_path / "queues.yaml"
+    config.write_text(
+        "partitions: [{name: default, queues: [{name: root, resources: {max: {memory: 5}}}]}]"
+    )
+    command = [sys.executable, "-m", "scheduler", "serve", "--native", "tcp://127.0.0.1:0"]
+    done = subprocess.run(
+        [*command, "--config", str(config)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": str(Path(scheduler.__file__).parents[1])},
+        check=False,
+    )
+    assert done.returncode == 2
+    assert str(config) in done.stderr and "Traceback" not in done.stderr
+
+
+# ========================================================================== security
+async def test_a_wrong_token_is_refused(tmp_path: Path) -> None:
+    d = Daemon(tmp_path, "--token", "s3cret")
+    try:
+        with pytest.raises(ConnectionError, match="authentication failed"):
+            async with connect(d.address, token="wrong"):
+                pass
+        with pytest.raises(ConnectionError, match="authentication failed"):
+            async with connect(d.address):
+                pass
+        async with remote_scenario(d.address, token="s3cret") as s:
+            await s.register(QUEUES)
+            await s.add_nodes("n1")
+            assert s.rm.accepted_nodes == ["n1"]
+    finally:
+        assert d.stop() == 0, d.logged()
+
+
+def _raw(port: int) -> socket.socket:
+    sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+    sock.sendall(_frame({"t": "hello", "version": 1}))
+    assert _read_frame(sock)["t"] == "welcome"
+    return sock
+
+
+def _frame(doc: object) -> bytes:
+    body = msgspec.msgpack.encode(doc)
+    return len(body).to_bytes(4, "big") + body
+
+
+def _read_frame(sock: socket.socket) -> dict[str, object]:
+    header = _recv_exactly(sock, 4)
+    body = _recv_exactly(sock, int.from_bytes(header, "big"))
+    doc: dict[str, object] = msgspec.msgpack.decode(body)
+    return doc
+
+
+def _recv_exactly(sock: socket.socket, n: int) -> bytes:
+    data = b""
+    while len(data) < n:
+        chunk = sock.recv(n - len(data))
+        if not chunk:
+            raise ConnectionError("closed")
+        data += chunk
+    return data
+
+
+async def test_bad_frames_are_refused_without_harm_to_other_rms(daemon: Daemon) -> None:
+    async with remote_scenario(daemon.address) as s:
+        await s.register(QUEUES)
+        await s.add_nodes("n1")
+        # A frame announcing more than the daemon takes: refused before it is read.
+        big = _raw(daemon.port)
+        big.sendall((1 << 30).to_bytes(4, "big") + b"x" * 100)
+        bye = _read_frame(big)
+        assert bye["t"] == "bye" and "over the limit" in str(bye["message"])
+        # A frame that is not MessagePack, and one that is not a message of the protocol.
+        for junk in (b"\xc1\xc1\xc1", msgspec.msgpack.encode({"t": "nope", "id": 1})):
+            bad = _raw(daemon.port)
+            bad.sendall(len(junk).to_bytes(4, "big") + junk)
+            bye = _read_frame(bad)
+            assert bye["t"] == "bye" and "malformed frame" in str(bye["message"])
+            bad.close()
+        # A client killed mid-frame: half a frame, then gone.
+        dying = _raw(daemon.port)
+        dying.sendall((500).to_bytes(4, "big") + b"\x85" * 10)
+        dying.close()
+        big.close()
+        # The RM connected all along is unharmed.
+        await s.submit("app")
+        await s.ask("app")
+        s.assert_allocated("app", 1)
+    # It reconnects, registers again (its state is dropped, as the spec says) and goes on.
+    async with remote_scenario(daemon.address) as s:
+        await s.register(QUEUES)
+        await s.add_nodes("n1")
+        await s.submit("app")
+        await s.ask("app")
+        s.assert_allocated("app", 1)
+
+
+async def test_limits_on_asks_and_ids_are_clear_errors(tmp_path: Path) -> None:
+    d = Daemon(tmp_path, "--max-asks", "3", "--max-id", "20")
+    try:
+        async with remote_scenario(d.address) as s:
+            await s.register(QUEUES)
+            await s.submit("app")
+            asks = [s._ask(f"k{i}", "app", 1, {"memory": 1}, "") for i in range(4)]
+            with pytest.raises(scheduler.SchedulerError, match="4 asks, over the limit of 3"):
+                await s.send_asks(*asks)
+            with pytest.raises(scheduler.SchedulerError, match="over the limit of 20"):
+                await s.ask("app", "k" * 21)
+            await s.send_asks(*asks[:3])  # within the limits: taken
+            assert len((await s.application("app"))["requests"]) == 3
+    finally:
+        assert d.stop() == 0, d.logged()
+
+
+# ========================================================================== shutdown
+async def test_sigterm_says_goodbye_to_connected_rms_and_exits_0(tmp_path: Path) -> None:
+    d = Daemon(tmp_path)
+    async with connect(d.address) as remote:
+        s = Scenario(remote, ManualClock())
+        await s.register(QUEUES)
+        await s.add_nodes("n1")
+        started = time.monotonic()
+        assert d.stop() == 0, d.logged()
+        assert time.monotonic() - started < 10
+        with pytest.raises(ConnectionError, match="shutting down"):
+            await remote.get_partitions()
+    assert "stopped" in d.logged()
+
+
+async def test_a_bad_target_says_what_to_write() -> None:
+    for target, words in (
+        ("grpc://127.0.0.1:9090", "use tcp://host:port"),
+        ("http://x:1", "tcp:// or unix://"),
+        ("tcp://nohost", "tcp://host:port"),
+    ):
+        with pytest.raises(scheduler.SchedulerError, match=words):
+            async with connect(target):
+                pass
+    with pytest.raises(ConnectionError):
+        async with connect(f"tcp://127.0.0.1:{_free_port()}", timeout=5):
+            pass
+
+
+async def test_a_unix_socket(tmp_path: Path) -> None:
+    path = tmp_path / "s.sock"
+    d = Daemon(tmp_path, "--native", f"unix://{path}")  # the last --native counts
+    try:
+        assert d.address == f"unix://{path}"
+        async with remote_scenario(d.address) as s:
+            await s.register(QUEUES)
+            await s.add_nodes("n1")
+            assert s.rm.accepted_nodes == ["n1"]
+    finally:
+        assert d.stop() == 0, d.logged()
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
