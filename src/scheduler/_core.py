@@ -20,6 +20,7 @@ from scheduler._events import ConfigUpdated, Query
 from scheduler._partition_actor import PartitionActor
 from scheduler._proxy import RMProxy, RMRecord, check_rm_id
 from scheduler._timeouts import Timeouts
+from scheduler._views import config_info
 
 __all__ = ["Core", "start_scheduler"]
 
@@ -304,6 +305,14 @@ class Core:
             self._partition_ref(partition), Query(kind="groups")
         )
         return info
+
+    async def get_config(self) -> dict[str, dict[str, Any]]:
+        """The queue configuration in force for each registered RM, by RM id: what its
+        partitions were configured with, as the ``queues.yaml`` document that gives it
+        (``partitions`` and ``checksum``; YuniKorn's ``GET /ws/v1/config``). Empty while no
+        RM is registered.
+        """
+        return {rm_id: config_info(reg.config) for rm_id, reg in self._registrations.items()}
 
     async def state_dump(self) -> dict[str, Any]:
         """Every partition, queue, application and node in one JSON-able document."""

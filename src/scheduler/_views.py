@@ -13,6 +13,14 @@ from functools import partial
 from typing import Any
 
 from scheduler._application import Application
+from scheduler._config import (
+    ChildTemplate,
+    Limit,
+    PartitionConfig,
+    PlacementRule,
+    QueueConfig,
+    SchedulerConfig,
+)
 from scheduler._errors import NotFoundError, SchedulerError
 from scheduler._objects import Allocation, Ask, Node
 from scheduler._partition import Partition
@@ -25,6 +33,7 @@ from scheduler._ugm import Cap, user_of
 __all__ = [
     "answer",
     "application_info",
+    "config_info",
     "group_usage",
     "node_info",
     "partition_info",
@@ -333,3 +342,116 @@ def _usage_node(
         "maxApplications": cap.max_applications if cap is not None else 0,
         "children": [_usage_node(tree, cap_of, child) for child in children],
     }
+
+
+# ======================================================================= configuration
+# The configuration in force, with the keys of queues.yaml (YuniKorn's GET /ws/v1/config):
+# only what differs from the defaults, resources as quantities that parse back to the same
+# value (vcore in milli-vcores, ``"1500m"``), so the document loads again as it is.
+def config_info(config: SchedulerConfig) -> dict[str, Any]:
+    """A parsed configuration as the ``queues.yaml`` document that gives it."""
+    return {
+        "partitions": [_partition_conf(p) for p in config.partitions],
+        "checksum": config.checksum,
+    }
+
+
+def _partition_conf(p: PartitionConfig) -> dict[str, Any]:
+    out: dict[str, Any] = {"name": p.name, "queues": [_queue_conf(p.queue)]}
+    if p.placement_rules:
+        out["placementrules"] = [_rule_conf(r) for r in p.placement_rules]
+    if p.limits:
+        out["limits"] = [_limit_conf(lim) for lim in p.limits]
+    if p.preemption_enabled:
+        out["preemption"] = {"enabled": True}
+    policy = p.node_sort_policy
+    if policy.type != "fair" or policy.resource_weights:
+        out["nodesortpolicy"] = {"type": policy.type}
+        if policy.resource_weights:
+            out["nodesortpolicy"]["resourceweights"] = dict(policy.resource_weights)
+    if p.state_dump_file_path:
+        out["statedumpfilepath"] = p.state_dump_file_path
+    return out
+
+
+def _queue_conf(q: QueueConfig) -> dict[str, Any]:
+    out: dict[str, Any] = {"name": q.name}
+    if q.parent:
+        out["parent"] = True
+    resources = _resources_conf(q.guaranteed, q.max_resources)
+    if resources:
+        out["resources"] = resources
+    if q.max_applications:
+        out["maxapplications"] = q.max_applications
+    if q.properties:
+        out["properties"] = dict(q.properties)
+    if q.submit_acl:
+        out["submitacl"] = q.submit_acl
+    if q.admin_acl:
+        out["adminacl"] = q.admin_acl
+    if q.child_template is not None:
+        out["childtemplate"] = _template_conf(q.child_template)
+    if q.limits:
+        out["limits"] = [_limit_conf(lim) for lim in q.limits]
+    if q.queues:
+        out["queues"] = [_queue_conf(c) for c in q.queues]
+    return out
+
+
+def _template_conf(t: ChildTemplate) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if t.max_applications:
+        out["maxapplications"] = t.max_applications
+    if t.properties:
+        out["properties"] = dict(t.properties)
+    resources = _resources_conf(t.guaranteed, t.max_resources)
+    if resources:
+        out["resources"] = resources
+    return out
+
+
+def _rule_conf(r: PlacementRule) -> dict[str, Any]:
+    out: dict[str, Any] = {"name": r.name}
+    if r.create:
+        out["create"] = True
+    if r.value:
+        out["value"] = r.value
+    if r.parent is not None:
+        out["parent"] = _rule_conf(r.parent)
+    f = r.filter
+    if f.type != "allow" or f.users or f.groups:
+        out["filter"] = {"type": f.type}
+        if f.users:
+            out["filter"]["users"] = list(f.users)
+        if f.groups:
+            out["filter"]["groups"] = list(f.groups)
+    return out
+
+
+def _limit_conf(lim: Limit) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if lim.limit:
+        out["limit"] = lim.limit
+    if lim.users:
+        out["users"] = list(lim.users)
+    if lim.groups:
+        out["groups"] = list(lim.groups)
+    if lim.max_resources:
+        out["maxresources"] = _quantities(lim.max_resources)
+    if lim.max_applications:
+        out["maxapplications"] = lim.max_applications
+    return out
+
+
+def _resources_conf(guaranteed: Res, max_resources: Res) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if guaranteed:
+        out["guaranteed"] = _quantities(guaranteed)
+    if max_resources:
+        out["max"] = _quantities(max_resources)
+    return out
+
+
+def _quantities(res: Res) -> dict[str, str]:
+    """Parsed resources as queues.yaml quantities: vcore is parsed in milli-vcores."""
+    return {name: f"{v}m" if name == "vcore" else str(v) for name, v in res.items()}
