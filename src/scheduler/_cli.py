@@ -160,6 +160,14 @@ def serve(
             "one) or unix:///path.",
         ),
     ] = "tcp://127.0.0.1:9091",
+    http: Annotated[
+        str,
+        typer.Option(
+            metavar="HOST:PORT",
+            help="Where the REST API (YuniKorn's /ws/v1/...) and the metrics are served "
+            "(port 0: a free one).",
+        ),
+    ] = "127.0.0.1:9080",
     token: Annotated[
         str,
         typer.Option(
@@ -209,6 +217,7 @@ def serve(
     options = DaemonOptions(
         config=config,
         native=native,
+        http=http,
         token=token,
         grace=grace,
         limits=Limits(
@@ -221,7 +230,9 @@ def serve(
         typer.echo(f"scheduler serve: {exc}", err=True)
         raise typer.Exit(2) from None
     except OSError as exc:
-        typer.echo(f"scheduler serve: cannot listen on {native}: {exc.strerror}", err=True)
+        typer.echo(
+            f"scheduler serve: cannot listen on {native} or {http}: {exc.strerror}", err=True
+        )
         raise typer.Exit(2) from None
     raise typer.Exit(code)
 

@@ -1,9 +1,11 @@
 """``scheduler serve``: the core as a long-lived daemon that RMs reach over the network.
 
 One process, one event loop: the core (``start_scheduler``), the native transport's
-listener (``scheduler._native``), the configuration watcher, and the signal handler, all
-tasks of one task group. SIGTERM or SIGINT: stop taking connections, let every RM's calls
-in flight finish and say goodbye, stop the core, exit 0 (within ``grace`` seconds).
+listener (``scheduler._native``), the REST API (``scheduler._rest`` under uvicorn, on a
+socket bound here), the configuration watcher, and the signal handler, all tasks of one
+task group. SIGTERM or SIGINT: stop taking connections and HTTP requests, let every RM's
+calls and the requests in flight finish, say goodbye to the RMs, stop the core, exit 0
+(within ``grace`` seconds).
 
 The configuration file (``--config``) is what an RM that registers without one gets, and
 is watched: a change is checked first (``parse_config``) and, if valid, applied to every RM
@@ -13,16 +15,19 @@ is logged with its reason and the old configuration stays in force.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import signal
+import socket
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 from urllib.parse import urlsplit
 
 import anyio
+import uvicorn
 from anyio.abc import Listener, SocketAttribute
 from loguru import logger
 
@@ -31,6 +36,7 @@ from scheduler._config import parse_config
 from scheduler._core import start_scheduler
 from scheduler._errors import ConfigError, SchedulerError
 from scheduler._native import Limits, NativeServer
+from scheduler._rest import make_app
 
 __all__ = ["DaemonOptions", "run_daemon"]
 
@@ -43,6 +49,7 @@ class DaemonOptions:
 
     config: Path | None = None
     native: str = "tcp://127.0.0.1:9091"
+    http: str = "127.0.0.1:9080"
     token: str = ""
     watch_interval: float = 1.0  # seconds between looks at the configuration file
     grace: float = 10.0  # seconds a shutdown waits for RMs to be answered
@@ -68,7 +75,11 @@ async def run_daemon(
         server = NativeServer(core, token=options.token, limits=options.limits)
         server.config = config_text
         listener, address = await _listen(options.native)
-        addresses = {"native": address}
+        http_socket, http_address = _bind_http(options.http)
+        addresses = {"http": http_address, "native": address}
+        http = _HttpServer(
+            uvicorn.Config(make_app(core), log_config=None, access_log=False, lifespan="off")
+        )
         for kind, where in addresses.items():
             print(f"{kind} {where}", file=out, flush=True)
         print("ready", file=out, flush=True)
@@ -83,18 +94,59 @@ async def run_daemon(
                     async with listener:
                         await server.serve(listener)
 
+            http_done = anyio.Event()
+
+            async def serve_http() -> None:
+                try:
+                    await http.serve([http_socket])
+                finally:
+                    http_done.set()
+
             tg.start_soon(accept)
+            tg.start_soon(serve_http)
             if options.config is not None:
                 tg.start_soon(_watch, server, options.config, options.watch_interval, config_text)
             with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
                 async for signum in signals:
                     _log.info("{}: shutting down", signal.Signals(signum).name)
                     break
+            http.should_exit = True  # uvicorn: no new requests, those in flight finish
             await server.shut_down("the daemon is shutting down", options.grace)
             accepting.cancel()
+            with anyio.move_on_after(options.grace):
+                await http_done.wait()
             tg.cancel_scope.cancel()
     _log.info("stopped")
     return 0
+
+
+class _HttpServer(uvicorn.Server):
+    """uvicorn in the daemon's loop: the daemon owns SIGTERM and SIGINT, not uvicorn."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+def _bind_http(address: str) -> tuple[socket.socket, str]:
+    """A listening socket on ``host:port`` (port 0: a free one), and its URL."""
+    host, sep, port_text = address.rpartition(":")
+    host = host.strip("[]")
+    if not sep or not host or not port_text.isdigit():
+        raise SchedulerError(f"--http {address!r}: say host:port, e.g. 127.0.0.1:9080")
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, int(port_text)))
+        sock.listen(128)
+    except OSError:
+        sock.close()
+        raise
+    sock.setblocking(False)
+    bound_host, bound_port = sock.getsockname()[:2]
+    shown = f"[{bound_host}]" if family == socket.AF_INET6 else bound_host
+    return sock, f"http://{shown}:{bound_port}"
 
 
 def _read_config(path: Path) -> str:

@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
+import httpx
 import msgspec
 import pytest
 
@@ -52,13 +53,15 @@ class Daemon:
         env["PYTHONPATH"] = os.pathsep.join([package_root, *filter(None, [env.get("PYTHONPATH")])])
         self.log = tmp / f"daemon-{time.monotonic_ns()}.log"
         self._log_file = self.log.open("w")
+        command = [sys.executable, "-m", "scheduler", "serve", "--native", "tcp://127.0.0.1:0"]
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "scheduler", "serve", "--native", "tcp://127.0.0.1:0", *args],
+            [*command, "--http", "127.0.0.1:0", *args],
             stdout=subprocess.PIPE,
             stderr=self._log_file,
             env=env,
         )
         self.address = ""
+        self.http = ""
         self._wait_ready(30.0)
 
     def _wait_ready(self, seconds: float) -> None:
@@ -80,6 +83,8 @@ class Daemon:
             for line in lines:
                 if line.startswith("native "):
                     self.address = line.split(" ", 1)[1]
+                if line.startswith("http "):
+                    self.http = line.split(" ", 1)[1]
             if "ready" in lines:
                 return
         self.proc.kill()
@@ -182,6 +187,31 @@ async def test_the_same_scenario_against_a_daemon(daemon: Daemon) -> None:
         await gang_story(s)
 
 
+async def test_rest_queries_during_a_gang_handshake(daemon: Daemon) -> None:
+    async with (
+        remote_scenario(daemon.address) as s,
+        httpx.AsyncClient(base_url=daemon.http, timeout=10) as http,
+    ):
+        await s.register(QUEUES)
+        await s.add_nodes("n1")
+        await s.submit_gang("gang", {"workers": 2})
+        await s.ask("gang", "w", count=2, task_group="workers")  # the RM has not confirmed
+        app = (await http.get("/ws/v1/partition/default/application/gang")).json()
+        assert app["applicationID"] == "gang"
+        assert {a["releasePending"] for a in app["allocations"]} == {"PLACEHOLDER_REPLACED"}
+        nodes = (await http.get("/ws/v1/partition/default/nodes")).json()
+        assert [n["nodeID"] for n in nodes] == ["n1"]
+        health = (await http.get("/ws/v1/scheduler/healthcheck")).json()
+        assert health["Healthy"] is True, health
+        await s.confirm_releases()
+        queue = (await http.get("/ws/v1/partition/default/queue/root.default")).json()
+        assert queue["allocatedResource"] == {"memory": 20, "vcore": 2}
+        metrics = (await http.get("/ws/v1/metrics")).text
+        assert 'yunikorn_scheduler_application_total{state="running"}' in metrics.lower()
+        missing = await http.get("/ws/v1/partition/default/application/nope")
+        assert missing.status_code == 404 and missing.json()["status_code"] == 404
+
+
 async def test_a_callback_that_calls_the_core_is_settled_with_it(daemon: Daemon) -> None:
     """An RM that confirms releases from its callback, as a real one does: settle() waits
     for what the callback sent too."""
@@ -278,6 +308,7 @@ async def test_an_invalid_configuration_file_stops_the_start(tmp_path: Path) -> 
         "partitions: [{name: default, queues: [{name: root, resources: {max: {memory: 5}}}]}]"
     )
     command = [sys.executable, "-m", "scheduler", "serve", "--native", "tcp://127.0.0.1:0"]
+    command += ["--http", "127.0.0.1:0"]
     done = subprocess.run(
         [*command, "--config", str(config)],
         capture_output=True,
