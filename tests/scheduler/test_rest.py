@@ -19,16 +19,10 @@ from starlette.routing import Route
 import scheduler
 from scheduler import si
 from scheduler._config import parse_config
-from scheduler._rest import (
-    HEALTH_CHECKS,
-    actor_kind,
-    check_reservations,
-    health_status,
-    make_app,
-    metric_families,
-    metric_name,
-    openapi_document,
-)
+from scheduler._health import HEALTH_CHECKS, check_reservations, health_status
+from scheduler._metrics import actor_kind, metric_families, metric_name
+from scheduler._openapi import openapi_document
+from scheduler._rest import make_app
 from scheduler.testing import ErrorWatch, RecordingCallback, Scenario, gang_tags, start_scenario
 
 QUEUES = """
