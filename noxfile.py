@@ -1,4 +1,5 @@
-"""One session per concern: tests, contract, lint, types, docs, bench, demo, tests_compiled."""
+"""One session per concern: tests, contract, lint, types, docs, bench, demo, tests_compiled,
+proto."""
 
 from __future__ import annotations
 
@@ -125,3 +126,21 @@ def demo(session: nox.Session) -> None:
     """A short in-process scenario on the default configuration."""
     session.install("-e", ".")
     session.run("scheduler", "demo", *session.posargs)
+
+
+@nox.session
+def proto(session: nox.Session) -> None:
+    """Regenerate src/scheduler/si_pb2.py, si_pb2.pyi and si_pb2_grpc.py from si.proto
+    (commit the result; grpcio-tools is needed here only, not at install time)."""
+    session.install("grpcio-tools>=1.85.1,<1.86")
+    session.run(
+        "python",
+        "-m",
+        "grpc_tools.protoc",
+        "-I",
+        "src",
+        "--python_out=src",
+        "--pyi_out=src",
+        "--grpc_python_out=src",
+        "src/scheduler/si.proto",
+    )

@@ -32,6 +32,7 @@ SCRIPTS = [
     "bench_proxy.py",
     "bench_gang.py",
     "bench_permit.py",
+    "bench_transport.py",
 ]
 # The scripts run on the package this test run imports: src/ here, the installed compiled
 # build in ``nox -s tests_compiled``.
@@ -340,6 +341,65 @@ def test_permit_refuses_sizes_that_cannot_fit() -> None:
     done = run_bench("bench_permit.py", "--nodes", "4")
     assert done.returncode == 2
     assert "50 members do not fit on 4 nodes of 10" in done.stderr
+
+
+def test_transport_interleaves_in_process_and_daemon_cases(tmp_path: Path) -> None:
+    cases = ["inproc-batched", "native-batched", "native-single", "native-pipelined"]
+    cases.append("grpc-batched")
+    done, doc = run_script(
+        "bench_transport.py", tmp_path / "out.json", "--cases", ",".join(cases), "--repeat", "2"
+    )
+    assert done.returncode == 0, done.stderr
+    # each repeat runs every case once, the order flipped from one repeat to the next
+    labels = re.findall(r"^\[\d+/10\] ([\w-]+), repeat (\d)/2: ", done.stderr, re.M)
+    assert labels == [(c, "1") for c in cases] + [(c, "2") for c in reversed(cases)]
+    assert (doc["asks"], doc["batch"], doc["single_asks"], doc["repeat"]) == (2000, 500, 200, 2)
+    results = {r["case"]: r for r in doc["results"]}
+    assert list(results) == cases
+    for res in results.values():
+        assert len(res["runs"]) == 2
+        assert res["asks_per_s_best"] >= res["asks_per_s"] > 0
+        assert res["variant"] == "ingest" and res["load_min"] <= res["load_max"]
+        assert all(r["asks"] == res["asks"] for r in res["runs"])
+    assert results["inproc-batched"]["daemon_cpu_s"] is None
+    assert results["native-batched"]["daemon_cpu_s"] is not None
+    assert [r["calls"] for r in results["native-batched"]["runs"]] == [4, 4]
+    assert [r["calls"] for r in results["native-single"]["runs"]] == [200, 200]
+    assert results["native-pipelined"]["in_flight"] == 50
+    assert set(doc["targets"]) == {"native_batched_asks_per_s", "grpc_batched_asks_per_s"}
+    assert doc["targets"]["native_batched_asks_per_s"]["value"] == pytest.approx(
+        results["native-batched"]["asks_per_s"]
+    )
+    assert "grpc-batched" in done.stdout and "native-pipelined" in done.stdout
+    assert set(ab_rates(doc)) == {f"results[case={case}].asks_per_s" for case in cases}
+
+
+def test_transport_fails_a_run_that_lost_asks() -> None:
+    sys.path.insert(0, str(BENCH))
+    try:
+        import bench_transport  # type: ignore[import-not-found]
+    finally:
+        sys.path.remove(str(BENCH))
+
+    async def lose_one() -> None:
+        case = bench_transport.BY_NAME["inproc-batched"]
+        async with scheduler.start_scheduler() as core:
+            rm = bench_transport.CountingRM()
+            await bench_transport.set_up(core, rm, 0, 0)
+            for request in bench_transport.make_requests(9, 3, 0):
+                await core.update_allocation(request)
+            await core.settle()
+            await bench_transport.check(core, rm, case, 9)  # all there
+            await bench_transport.check(core, rm, case, 10)
+
+    with pytest.raises(bench_transport.BenchError, match=r"pendingResource is .* \(10 asks\)"):
+        asyncio.run(lose_one())
+
+
+def test_transport_refuses_an_unknown_case() -> None:
+    done = run_bench("bench_transport.py", "--cases", "smoke-signals")
+    assert done.returncode == 2
+    assert "unknown case smoke-signals" in done.stderr
 
 
 def test_profile_puts_every_sample_in_a_category(tmp_path: Path) -> None:

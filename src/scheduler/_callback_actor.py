@@ -14,6 +14,7 @@ from scheduler._events import CheckPredicates, Outbound
 
 if TYPE_CHECKING:
     from scheduler import ResourceManagerCallback
+    from scheduler._event_log import EventLog
 
 __all__ = ["CallbackActor"]
 
@@ -35,13 +36,18 @@ class CallbackActor(Actor):
 
     reentrant = False
 
-    def __init__(self, rm_id: str, callback: ResourceManagerCallback) -> None:
+    def __init__(
+        self, rm_id: str, callback: ResourceManagerCallback, events: EventLog | None = None
+    ) -> None:
         self.rm_id = rm_id
         self.callback = callback
+        self.events = events  # the core's event log: every event this RM is sent, in order
         self.calls = 0
 
     async def receive_batch(self, messages: list[object]) -> None:
         for kind, payload in _merge(messages):
+            if kind == "event" and self.events is not None:
+                self.events.extend(payload)  # in the order the RM gets them, even if it raises
             method: Callable[[Any], Awaitable[Any]] = getattr(self.callback, _METHOD_OF[kind])
             self.calls += 1
             try:

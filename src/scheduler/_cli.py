@@ -168,6 +168,15 @@ def serve(
             "(port 0: a free one).",
         ),
     ] = "127.0.0.1:9080",
+    grpc: Annotated[
+        str,
+        typer.Option(
+            metavar="HOST:PORT",
+            help="Where the SI gRPC service (si.proto: Scheduler and SchedulerExtensions) "
+            "is served, for scheduler.client.connect('grpc://host:port') and other gRPC "
+            "clients (port 0: a free one; an empty value: none).",
+        ),
+    ] = "127.0.0.1:9090",
     token: Annotated[
         str,
         typer.Option(
@@ -218,6 +227,7 @@ def serve(
         config=config,
         native=native,
         http=http,
+        grpc=grpc,
         token=token,
         grace=grace,
         limits=Limits(
@@ -231,7 +241,8 @@ def serve(
         raise typer.Exit(2) from None
     except OSError as exc:
         typer.echo(
-            f"scheduler serve: cannot listen on {native} or {http}: {exc.strerror}", err=True
+            f"scheduler serve: cannot listen on {native}, {http} or {grpc}: {exc.strerror}",
+            err=True,
         )
         raise typer.Exit(2) from None
     raise typer.Exit(code)

@@ -16,6 +16,7 @@ from scheduler._callback import ResourceManagerCallback
 from scheduler._callback_actor import CallbackActor
 from scheduler._config import SchedulerConfig, parse_config
 from scheduler._errors import NotFoundError, SchedulerError
+from scheduler._event_log import DEFAULT_CAPACITY, EventLog
 from scheduler._events import ConfigUpdated, Query
 from scheduler._partition_actor import PartitionActor
 from scheduler._proxy import RMProxy, RMRecord, check_rm_id
@@ -79,9 +80,16 @@ class Core:
         timeouts: the state timeouts in effect.
     """
 
-    def __init__(self, system: ActorSystem, *, timeouts: Timeouts | None = None) -> None:
+    def __init__(
+        self,
+        system: ActorSystem,
+        *,
+        timeouts: Timeouts | None = None,
+        event_capacity: int = DEFAULT_CAPACITY,
+    ) -> None:
         self.system = system
         self.timeouts = timeouts or Timeouts()
+        self._events = EventLog(event_capacity)
         self.proxy = RMProxy()
         self._registrations: dict[str, _Registration] = {}
         self._predicates: dict[str, bool] = {}
@@ -92,6 +100,14 @@ class Core:
     def clock(self) -> Clock:
         """The clock every timeout of the core reads."""
         return self.system.clock
+
+    @property
+    def events(self) -> EventLog:
+        """Every event the core sent to any RM, in the order each RM got them, numbered
+        from 0 (the newest ``event_capacity`` are kept), and subscriptions to them as they
+        are sent (``GET /ws/v1/events/batch`` and ``/ws/v1/events/stream``). Read it; the
+        core alone writes it."""
+        return self._events
 
     # ====================================================================== registration
     async def register_resource_manager(
@@ -136,7 +152,7 @@ class Core:
         self._generation += 1
         gen = self._generation
         callback_ref = self.system.spawn(
-            CallbackActor(rm_id, callback), name=f"rm:{rm_id}#{gen}/callback"
+            CallbackActor(rm_id, callback, self._events), name=f"rm:{rm_id}#{gen}/callback"
         )
         self._predicates[rm_id] = _overrides(callback, "predicates")
         self._outstanding[rm_id] = _overrides(callback, "update_container_scheduling_state")
@@ -354,7 +370,10 @@ def _config_text(config: object) -> str:
 
 @asynccontextmanager
 async def start_scheduler(
-    *, clock: Clock | None = None, timeouts: Timeouts | None = None
+    *,
+    clock: Clock | None = None,
+    timeouts: Timeouts | None = None,
+    event_capacity: int = DEFAULT_CAPACITY,
 ) -> AsyncIterator[Core]:
     """Start a scheduler core in this event loop; leaving the block stops every actor.
 
@@ -362,12 +381,17 @@ async def start_scheduler(
         clock: the clock every timeout reads (default: the system's monotonic clock);
             ``scheduler.testing.ManualClock`` for tests.
         timeouts: YuniKorn's state timeouts, to change for a test or a demo.
+        event_capacity: how many of the latest events ``Core.events`` keeps.
     """
     system = ActorSystem(clock or SystemClock())
     owner = asyncio.get_running_loop().create_task(system.run())
     try:
         await system.ready()
-        yield Core(system, timeouts=timeouts)
+        core = Core(system, timeouts=timeouts, event_capacity=event_capacity)
+        try:
+            yield core
+        finally:
+            core.events.close("the scheduler core stopped")
     finally:
         system.stop()
         await owner

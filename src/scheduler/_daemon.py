@@ -50,6 +50,7 @@ class DaemonOptions:
     config: Path | None = None
     native: str = "tcp://127.0.0.1:9091"
     http: str = "127.0.0.1:9080"
+    grpc: str = "127.0.0.1:9090"  # host:port of the SI gRPC service; "" serves none
     token: str = ""
     watch_interval: float = 1.0  # seconds between looks at the configuration file
     grace: float = 10.0  # seconds a shutdown waits for RMs to be answered
@@ -77,6 +78,12 @@ async def run_daemon(
         listener, address = await _listen(options.native)
         http_socket, http_address = _bind_http(options.http)
         addresses = {"http": http_address, "native": address}
+        grpc_server = None
+        if options.grpc:
+            from scheduler._grpc import GrpcServer  # grpc loads only when served
+
+            grpc_server = GrpcServer(server)
+            addresses["grpc"] = await grpc_server.start(options.grpc)
         http = _HttpServer(
             uvicorn.Config(make_app(core), log_config=None, access_log=False, lifespan="off")
         )
@@ -111,7 +118,10 @@ async def run_daemon(
                     _log.info("{}: shutting down", signal.Signals(signum).name)
                     break
             http.should_exit = True  # uvicorn: no new requests, those in flight finish
+            core.events.close("the daemon is shutting down")  # event streams finish too
             await server.shut_down("the daemon is shutting down", options.grace)
+            if grpc_server is not None:
+                await grpc_server.shut_down("the daemon is shutting down", options.grace)
             accepting.cancel()
             with anyio.move_on_after(options.grace):
                 await http_done.wait()

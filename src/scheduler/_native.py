@@ -26,6 +26,7 @@ from scheduler._errors import NotFoundError, SchedulerError
 from scheduler._wire import (
     MAX_FRAME,
     PROTOCOL_VERSION,
+    RECEIVE_BYTES,
     AllocationCall,
     AllocationPush,
     ApplicationCall,
@@ -56,6 +57,9 @@ if TYPE_CHECKING:
 __all__ = ["Limits", "NativeServer"]
 
 _log = logger.bind(transport="native")
+
+# Frames the writer joins into one send, in bytes (one frame alone may be larger).
+_WRITE_BYTES = 1 << 20
 
 # The queries an RM may call, and how many string arguments each takes.
 _QUERIES: dict[str, int] = {
@@ -208,11 +212,11 @@ class Session:
         hello = False
         while not self._closing:
             try:
-                data = await self.stream.receive(1 << 16)
+                data = await self.stream.receive(RECEIVE_BYTES)
             except (anyio.EndOfStream, anyio.BrokenResourceError, OSError):
                 return
             try:
-                bodies = reader.feed(data)
+                bodies = reader.frames(data)
             except WireError as exc:
                 self.close(f"{exc} (the daemon's --max-frame)")
                 return
@@ -253,13 +257,31 @@ class Session:
         return True
 
     async def _write(self) -> None:
-        async for data in self._out_receive:
+        """Send what is queued, in order: all the frames that wait go out in one send (up
+        to ``_WRITE_BYTES``), so answers to calls in flight do not cost a send each."""
+        receive = self._out_receive
+        end = False
+        async for data in receive:
             if data is None:
                 break
-            self._backlog -= 1
+            batch = [data]
+            size = len(data)
+            while size < _WRITE_BYTES:
+                try:
+                    more = receive.receive_nowait()
+                except (anyio.WouldBlock, anyio.EndOfStream, anyio.ClosedResourceError):
+                    break
+                if more is None:
+                    end = True
+                    break
+                batch.append(more)
+                size += len(more)
+            self._backlog -= len(batch)
             try:
-                await self.stream.send(data)
+                await self.stream.send(data if len(batch) == 1 else b"".join(batch))
             except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+                break
+            if end:
                 break
         if self._scope is not None:
             self._scope.cancel()  # goodbye said (or the RM is gone): the session ends
@@ -278,8 +300,21 @@ class Session:
 
     # ========================================================================== calls
     async def _work(self) -> None:
-        async for call in self._calls_receive:
+        """Run the calls in order; those already read run one after the other without a
+        turn of the event loop between them (their answers then go out together)."""
+        receive = self._calls_receive
+        while True:
+            try:
+                call = receive.receive_nowait()
+            except anyio.WouldBlock:
+                try:
+                    call = await receive.receive()
+                except (anyio.EndOfStream, anyio.ClosedResourceError):
+                    return
+            except (anyio.EndOfStream, anyio.ClosedResourceError):
+                return
             result = await self._call(call)
+            del call  # the request and its asks are freed before the next call is read
             self._queue(encode(result))
 
     async def _call(self, call: Call) -> Result:
@@ -347,8 +382,14 @@ class Session:
                 f"the request holds {len(asks):,} asks, over the limit of "
                 f"{self.limits.max_asks:,} (the daemon's --max-asks): send them in parts"
             )
-        self._check_ids("allocation key", (a.allocation_key for a in asks))
-        self._check_ids("application", (a.application_id for a in asks))
+        limit = self.limits.max_id
+        for ask in asks:  # one pass; the long id, if any, named as _check_ids names it
+            key, app = ask.allocation_key, ask.application_id
+            if (isinstance(key, str) and len(key) > limit) or (
+                isinstance(app, str) and len(app) > limit
+            ):
+                self._check_ids("allocation key", (a.allocation_key for a in asks))
+                self._check_ids("application", (a.application_id for a in asks))
 
     # ====================================================================== callbacks
     def push(self, data: bytes) -> None:

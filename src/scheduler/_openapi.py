@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from scheduler._application import TERMINAL_STATES, AppState
+from scheduler._config import QUEUE_NAME_RE
 
 __all__ = ["ACTIVE_STATUSES", "APPLICATION_STATES", "openapi_document"]
 
@@ -105,6 +106,30 @@ def _schemas() -> dict[str, Any]:
             {"Name": _STR, "Succeeded": _BOOL, "Description": _STR, "DiagnosisMessage": _STR}
         ),
         "SchedulerHealth": _obj({"Healthy": _BOOL, "HealthChecks": _arr(_ref("HealthCheck"))}),
+        "EventRecord": {
+            **_obj(
+                {
+                    "type": {**_INT, "description": "0 unknown, 1 request, 2 app, 3 node, 4 queue"},
+                    "objectID": _STR,
+                    "referenceID": {
+                        **_STR,
+                        "description": "The SI's groupID (SI 1.4: referenceID)",
+                    },
+                    "reason": _STR,
+                    "message": _STR,
+                    "timestampNano": _INT,
+                }
+            ),
+            "description": "An event the core sent to an RM (si.EventRecord).",
+        },
+        "EventRecords": _obj(
+            {
+                "InstanceUUID": {**_STR, "description": "Ids start again at 0 with a new one"},
+                "LowestID": {**_INT, "minimum": 0},
+                "HighestID": {**_INT, "minimum": -1, "description": "-1 before the first event"},
+                "EventRecords": _arr(_ref("EventRecord")),
+            }
+        ),
     }
 
 
@@ -281,6 +306,18 @@ _QUERIES: Final = {
     "subtree": ("Present: the queue's children are included.", None),
     "rm": ("The resource manager whose configuration to show.", None),
 }
+# What the handlers accept of a path parameter, where it is not any string.
+_QUEUE_NAME: Final = QUEUE_NAME_RE.pattern  # YuniKorn's, as _rest checks it
+_PATH_SCHEMAS: Final = {
+    "queue": {**_STR, "pattern": f"^{_QUEUE_NAME}(\\.{_QUEUE_NAME})*$"},
+    "state": {**_STR, "enum": list(APPLICATION_STATES)},
+}
+# Query parameters that are non-negative integers.
+_UINT_QUERIES: Final = {
+    "start": "The id of the first event (default: the oldest kept).",
+    "count": "How many events at most: the batch's size (default and most: all kept, 0 is "
+    "refused), or the stream's past events to send first (default 0).",
+}
 
 # path: (summary, 200 schema, query parameters, errors besides 405)
 _OPERATIONS: Final[dict[str, tuple[str, Any, tuple[str, ...], tuple[int, ...]]]] = {
@@ -355,19 +392,44 @@ _OPERATIONS: Final[dict[str, tuple[str, Any, tuple[str, ...], tuple[int, ...]]]]
     ),
     "/ws/v1/metrics": ("Prometheus metrics (text format)", None, (), ()),
     "/ws/v1/openapi.json": ("This document", {"type": "object"}, (), ()),
+    "/ws/v1/events/batch": (
+        "The events sent to the RMs, from the id 'start' on (YuniKorn's batch events)",
+        _ref("EventRecords"),
+        ("start", "count"),
+        (400,),
+    ),
+    "/ws/v1/events/stream": (
+        "The events as they are sent, one JSON document a line: the InstanceUUID, then "
+        "one EventRecord each; a reader that falls behind is cut off, and the last line, "
+        "a YAPIError, says why the stream ended",
+        {**_STR, "description": "Newline-delimited JSON"},
+        ("count",),
+        (400,),
+    ),
 }
 
 
 def _operation(path: str) -> dict[str, Any]:
     summary, schema, queries, errors = _OPERATIONS[path]
     params: list[dict[str, Any]] = [
-        {"name": name, "in": "path", "required": True, "description": doc, "schema": _STR}
+        {
+            "name": name,
+            "in": "path",
+            "required": True,
+            "description": doc,
+            "schema": _PATH_SCHEMAS.get(name, _STR),
+        }
         for name, doc in _PARAMETERS.items()
         if "{" + name + "}" in path
     ]
     for name in queries:
-        doc, enum = _QUERIES[name]
-        query_schema = {**_STR, "enum": enum} if enum else _STR
+        if name in _UINT_QUERIES:
+            least = 1 if (path, name) == ("/ws/v1/events/batch", "count") else 0
+            query_schema: dict[str, Any] = {**_INT, "minimum": least}
+            doc = _UINT_QUERIES[name]
+        else:
+            doc, enum = _QUERIES[name]
+            query_schema = {**_STR, "enum": enum} if enum else _STR
         params.append({"name": name, "in": "query", "description": doc, "schema": query_schema})
     error = {"application/json": {"schema": _ref("YAPIError")}}
     responses: dict[str, Any] = {"200": {"description": "OK", "content": _content(path, schema)}}
@@ -395,6 +457,8 @@ _ERRORS: Final = {
 def _content(path: str, schema: Any) -> dict[str, Any]:
     if path == "/ws/v1/metrics":
         return {"text/plain": {"schema": _STR}}
+    if path == "/ws/v1/events/stream":
+        return {"application/x-ndjson": {"schema": schema}}
     if path == "/ws/v1/config":
         return {"application/x-yaml": {"schema": schema}, "application/json": {"schema": schema}}
     return {"application/json": {"schema": schema}}

@@ -5,7 +5,19 @@
 full state dump, the configuration in force, the health check and Prometheus metrics, plus
 an OpenAPI document of all of it at ``/ws/v1/openapi.json``. Every answer is built from the
 core's own queries (``Core.get_*``, ``Core.state_dump``), read when the request comes; this
-module reshapes and checks them and keeps no state of its own.
+module reshapes and checks them and keeps no state of its own. ``/`` is a status page, a
+static file (``scheduler/web/index.html``) that reads the API itself; it is outside the
+OpenAPI document.
+
+The events the core sent to the RMs (``Core.events``, ``scheduler._event_log``) are served
+as YuniKorn 1.4+ does: ``/ws/v1/events/batch?start=&count=`` pages through the log
+(``{"InstanceUUID", "LowestID", "HighestID", "EventRecords"}``; without ``start``, from the
+oldest event kept, where YuniKorn starts at id 0; ``HighestID`` is -1 while the log is
+empty, where YuniKorn says 0), and ``/ws/v1/events/stream?count=`` sends the
+``InstanceUUID``, then each event as it is sent, one JSON document a line
+(``application/x-ndjson``). A reader that falls ``DEFAULT_SUBSCRIBER_LIMIT`` events behind
+is cut off: the stream's last line, a ``YAPIError``, says why it ended. An event record
+carries the SI's ``groupID`` as ``referenceID`` (its SI 1.4 name) and keeps ``reason``.
 
 Errors are YuniKorn's ``dao.YAPIError``, ``{"status_code", "message", "description"}``:
 404 for an unknown partition, queue, application, node or path, 400 for a malformed path
@@ -19,21 +31,29 @@ document is ``scheduler._openapi``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import contextlib
+from collections.abc import AsyncIterator, Iterable, Mapping
+from functools import cache
+from importlib.resources import files
 from typing import Any, Final
 
+import anyio
+import msgspec
 import yaml
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
 
+from scheduler import si
 from scheduler._application import AppState
 from scheduler._config import QUEUE_NAME_RE
 from scheduler._core import Core
 from scheduler._errors import NotFoundError, SchedulerError
+from scheduler._event_log import DEFAULT_SUBSCRIBER_LIMIT, Subscription
 from scheduler._health import Dump, health_status, partition_name
 from scheduler._metrics import CoreCollector
 from scheduler._openapi import ACTIVE_STATUSES, APPLICATION_STATES, openapi_document
@@ -56,8 +76,12 @@ def make_app(core: Core) -> Starlette:
         A Starlette application; ``app.state.registry`` is its Prometheus registry.
     """
     api = _Api(core)
+    page = Route("/", _page, methods=["GET"], include_in_schema=False)  # not in the OpenAPI doc
     app = Starlette(
-        routes=[Route(path, getattr(api, name), methods=["GET"]) for path, name in _ROUTES],
+        routes=[
+            *(Route(path, getattr(api, name), methods=["GET"]) for path, name in _ROUTES),
+            page,
+        ],
         exception_handlers={
             HTTPException: _http_error,
             NotFoundError: _not_found,
@@ -87,6 +111,8 @@ _ROUTES: Final = (
     ("/ws/v1/config", "config"),
     ("/ws/v1/scheduler/healthcheck", "healthcheck"),
     ("/ws/v1/metrics", "metrics"),
+    ("/ws/v1/events/batch", "events_batch"),
+    ("/ws/v1/events/stream", "events_stream"),
     ("/ws/v1/openapi.json", "openapi"),
 )
 
@@ -188,8 +214,132 @@ class _Api:
     async def openapi(self, request: Request) -> Response:
         return JSONResponse(openapi_document())
 
+    async def events_batch(self, request: Request) -> Response:
+        log = self.core.events
+        count = _uint(request, "count", log.capacity)
+        if count == 0:
+            raise HTTPException(400, '0 is not a valid value for "count"')
+        start = _uint(request, "start", log.lowest_id)
+        records = log.get(start, count)
+        return JSONResponse(
+            {
+                "InstanceUUID": log.instance_uuid,
+                "LowestID": log.lowest_id,
+                "HighestID": log.highest_id,
+                "EventRecords": [event_record(r) for r in records],
+            }
+        )
+
+    async def events_stream(self, request: Request) -> Response:
+        history = _uint(request, "count", 0)
+        log = self.core.events
+        return _EventStream(
+            log.instance_uuid, log.subscribe(DEFAULT_SUBSCRIBER_LIMIT, history=history)
+        )
+
+
+# ============================================================================= the page
+async def _page(request: Request) -> Response:
+    """The status page (``scheduler/web/index.html``): static, it reads the API itself."""
+    return Response(_page_html(), media_type="text/html; charset=utf-8", headers=_PAGE_HEADERS)
+
+
+@cache
+def _page_html() -> bytes:
+    return files("scheduler").joinpath("web", "index.html").read_bytes()
+
+
+_PAGE_HEADERS: Final = {
+    "Cache-Control": "no-cache",
+    "Content-Security-Policy": "default-src 'self'; script-src 'unsafe-inline'; "
+    "style-src 'unsafe-inline'; frame-ancestors 'none'",
+    "X-Content-Type-Options": "nosniff",
+}
+
+
+# =============================================================================== events
+NDJSON: Final = "application/x-ndjson"
+
+
+def event_record(record: si.EventRecord) -> dict[str, Any]:
+    """An event as YuniKorn's web service shows an ``si.EventRecord``; the SI's
+    ``groupID`` is named ``referenceID`` as in SI 1.4+, ``reason`` is kept."""
+    return {
+        "type": int(record.type),
+        "objectID": record.object_id,
+        "referenceID": record.group_id,
+        "reason": record.reason,
+        "message": record.message,
+        "timestampNano": record.timestamp_nano,
+    }
+
+
+def _line(doc: Any) -> bytes:
+    return msgspec.json.encode(doc) + b"\n"
+
+
+async def _stream_lines(instance_uuid: str, sub: Subscription) -> AsyncIterator[bytes]:
+    """The instance's id, then one event a line as they are sent, until the subscription
+    ends: its last line (a ``YAPIError``) says why."""
+    try:
+        yield _line({"InstanceUUID": instance_uuid})
+        while True:
+            records = sub.take()
+            if records:
+                yield b"".join(_line(event_record(r)) for r in records)
+            elif sub.reason is not None:
+                message = "Event stream was closed by the producer"
+                yield _line({"status_code": 200, "message": message, "description": sub.reason})
+                return
+            else:
+                await sub.wait()
+    finally:
+        sub.close("the reader went away")
+
+
+class _EventStream(StreamingResponse):
+    """The events of one subscription, one JSON document a line. It ends when the client
+    goes away even while no event comes (Starlette watches for the disconnect only below
+    ASGI 2.4, and an idle stream writes nothing that could fail), and the subscription
+    ends with it."""
+
+    def __init__(self, instance_uuid: str, sub: Subscription) -> None:
+        super().__init__(_stream_lines(instance_uuid, sub), media_type=NDJSON)
+        self.sub = sub
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            if scope.get("method") == "HEAD":
+                await send(
+                    {"type": "http.response.start", "status": 200, "headers": self.raw_headers}
+                )
+                await send({"type": "http.response.body", "body": b""})
+                return
+            async with anyio.create_task_group() as tg:
+
+                async def stream() -> None:
+                    with contextlib.suppress(OSError):  # the client is gone
+                        await self.stream_response(send)
+                    tg.cancel_scope.cancel()
+
+                tg.start_soon(stream)
+                await self.listen_for_disconnect(receive)
+                tg.cancel_scope.cancel()
+        finally:
+            self.sub.close("the reader went away")
+
 
 # ============================================================================== helpers
+def _uint(request: Request, name: str, default: int) -> int:
+    """A query parameter that must be a non-negative integer, or ``default``."""
+    text = request.query_params.get(name)
+    if text is None:
+        return default
+    if not text.isascii() or not text.isdigit():
+        raise HTTPException(400, f"{name} must be a non-negative integer, got {text!r}")
+    return int(text)
+
+
 def _queue_path(request: Request) -> str:
     """The ``{queue}`` of the path, checked as YuniKorn's ``validateQueue`` does."""
     path: str = request.path_params["queue"]

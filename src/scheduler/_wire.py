@@ -21,6 +21,7 @@ from scheduler import si
 __all__ = [
     "MAX_FRAME",
     "PROTOCOL_VERSION",
+    "RECEIVE_BYTES",
     "Call",
     "CallbackReply",
     "FrameReader",
@@ -36,6 +37,9 @@ __all__ = [
 
 PROTOCOL_VERSION: Final = 1
 MAX_FRAME: Final = 64 * 1024 * 1024  # bytes; the daemon's --max-frame default
+# The most one read of the stream takes. asyncio reads up to 256 KiB at a time and anyio
+# copies a chunk it has to cut down to the size asked for: ask for more than that.
+RECEIVE_BYTES: Final = 1 << 20
 _HEADER: Final = 4
 
 
@@ -164,14 +168,14 @@ def encode(message: _Envelope) -> bytes:
     return len(body).to_bytes(_HEADER, "big") + body
 
 
-def decode_from_rm(body: bytes) -> FromRM:
+def decode_from_rm(body: bytes | memoryview) -> FromRM:
     try:
         return _from_rm.decode(body)
     except msgspec.DecodeError as exc:
         raise WireError(f"malformed frame: {exc}") from None
 
 
-def decode_from_daemon(body: bytes) -> FromDaemon:
+def decode_from_daemon(body: bytes | memoryview) -> FromDaemon:
     try:
         return _from_daemon.decode(body)
     except msgspec.DecodeError as exc:
@@ -180,36 +184,63 @@ def decode_from_daemon(body: bytes) -> FromDaemon:
 
 class FrameReader:
     """Splits a byte stream into frame bodies; refuses a frame over ``limit`` bytes before
-    reading it."""
+    reading it.
 
-    __slots__ = ("_buf", "limit")
+    Each chunk is kept as it came until the frame it belongs to is complete: a frame that
+    arrives in one chunk is not copied at all (``frames`` hands out views into the chunk),
+    and one spread over many chunks is joined once.
+    """
+
+    __slots__ = ("_parts", "_size", "_want", "limit")
 
     def __init__(self, limit: int = MAX_FRAME) -> None:
-        self._buf = bytearray()
+        self._parts: list[bytes | memoryview] = []  # an incomplete frame's chunks, as they came
+        self._size = 0  # their bytes
+        self._want = _HEADER  # the bytes they need before anything can be split off
         self.limit = limit
 
     def feed(self, data: bytes) -> list[bytes]:
-        """The frames ``data`` completes (possibly none).
+        """The frames ``data`` completes (possibly none), each its own ``bytes``.
 
         Raises:
             WireError: A frame announces more than ``limit`` bytes.
         """
-        buf = self._buf
-        buf += data
-        out: list[bytes] = []
+        return [bytes(view) for view in self.frames(data)]
+
+    def frames(self, data: bytes) -> list[memoryview]:
+        """As ``feed``, the bodies as read-only views into the chunks they came in (no
+        copy): for decoding straight away.
+
+        Raises:
+            WireError: A frame announces more than ``limit`` bytes.
+        """
+        if self._parts:
+            self._parts.append(data)
+            self._size += len(data)
+            if self._size < self._want:
+                return []
+            data = b"".join(self._parts)
+            self._parts = []
+        view = memoryview(data)
+        out: list[memoryview] = []
         at = 0
-        end = len(buf)
+        end = len(data)
+        want = _HEADER
         while end - at >= _HEADER:
-            size = int.from_bytes(buf[at : at + _HEADER], "big")
+            size = int.from_bytes(view[at : at + _HEADER], "big")
             if size > self.limit:
                 raise WireError(
                     f"frame of {size:,} bytes is over the limit of {self.limit:,} bytes"
                 )
-            if end - at - _HEADER < size:
-                break
             start = at + _HEADER
-            out.append(bytes(buf[start : start + size]))
-            at = start + size
-        if at:
-            del buf[:at]
+            stop = start + size
+            if stop > end:
+                want = _HEADER + size
+                break
+            out.append(view[start:stop])
+            at = stop
+        if at < end:
+            self._parts = [view[at:] if at else data]
+            self._size = end - at
+            self._want = want
         return out

@@ -41,6 +41,7 @@ from scheduler._core import _check_callback, _overrides
 from scheduler._errors import ConfigError, NotFoundError, SchedulerError
 from scheduler._wire import (
     MAX_FRAME,
+    RECEIVE_BYTES,
     AllocationCall,
     AllocationPush,
     ApplicationCall,
@@ -89,7 +90,8 @@ async def connect(
     """Connect to a daemon; leaving the block closes the connection.
 
     Args:
-        target: ``tcp://host:port`` or ``unix:///path``.
+        target: ``tcp://host:port`` or ``unix:///path`` (the native transport), or
+            ``grpc://host:port`` (the daemon's ``--grpc``: the SI over gRPC).
         token: The daemon's shared token (``scheduler serve --token``), if it has one.
         max_frame: The largest frame accepted from the daemon, in bytes.
         timeout: Seconds to connect and be welcomed.
@@ -99,6 +101,12 @@ async def connect(
         ConnectionError: The daemon cannot be reached, or refused the connection (a wrong
             token, a different protocol version).
     """
+    if urlsplit(target).scheme == "grpc":  # the SI over gRPC: scheduler._grpc_client
+        from scheduler._grpc_client import connect_grpc
+
+        async with connect_grpc(target, token=token, max_frame=max_frame, timeout=timeout) as core:
+            yield core
+        return
     stream = await _open(target, timeout)
     remote = RemoteCore(stream, target, max_frame)
     try:
@@ -124,12 +132,7 @@ async def _open(target: str, timeout: float) -> ByteStream:
         raise ConnectionError(f"{target}: no connection within {timeout:g}s") from None
     except OSError as exc:
         raise ConnectionError(f"{target}: {exc.strerror or exc}") from None
-    if parts.scheme == "grpc":
-        raise SchedulerError(
-            f"target {target!r}: this client speaks the native transport; "
-            "use tcp://host:port or unix:///path (the daemon's --native address)"
-        )
-    raise SchedulerError(f"target {target!r}: the scheme must be tcp:// or unix://")
+    raise SchedulerError(f"target {target!r}: the scheme must be tcp://, unix:// or grpc://")
 
 
 class RemoteCore:
@@ -144,7 +147,8 @@ class RemoteCore:
         self._welcome: asyncio.Future[Welcome] | None = None
         self._callback: ResourceManagerCallback | None = None
         self._inbox: asyncio.Queue[object] = asyncio.Queue()
-        self._send_lock = anyio.Lock()
+        self._outgoing: list[bytes] = []  # frames for the writer task, in order
+        self._wake_writer = asyncio.Event()
         self._sent = 0  # requests that change state, sent so far (``settle`` counts them)
         self._closed: str = ""
         self._tasks: list[asyncio.Task[None]] = []
@@ -239,7 +243,7 @@ class RemoteCore:
         if changes:
             self._sent += 1
         try:
-            await self._send(encode(call))
+            self._send(encode(call))
             result = await future
         finally:
             self._waiting.pop(call.id, None)
@@ -247,13 +251,26 @@ class RemoteCore:
             raise _ERRORS.get(result.error, SchedulerError)(result.message)
         return result.value
 
-    async def _send(self, data: bytes) -> None:
+    def _send(self, data: bytes) -> None:
+        """Hand a frame to the writer task. A send that breaks fails the connection, and
+        so every call waiting on it."""
+        if self._closed:
+            raise ConnectionError(f"{self.target}: {self._closed}")
+        self._outgoing.append(data)
+        self._wake_writer.set()
+
+    async def _write(self) -> None:
+        """Send the frames in the order they were handed over: all those that wait go out
+        in one send (calls made together, as with ``asyncio.gather``, cost one)."""
         try:
-            async with self._send_lock:
-                await self._stream.send(data)
+            while True:
+                await self._wake_writer.wait()
+                self._wake_writer.clear()
+                while self._outgoing:
+                    batch, self._outgoing = self._outgoing, []
+                    await self._stream.send(batch[0] if len(batch) == 1 else b"".join(batch))
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
             self._fail(f"the connection broke while sending ({exc or type(exc).__name__})")
-            raise ConnectionError(f"{self.target}: {self._closed}") from None
 
     async def _start(self, token: str, timeout: float) -> None:
         loop = asyncio.get_running_loop()
@@ -261,8 +278,9 @@ class RemoteCore:
         self._tasks = [
             loop.create_task(self._read(), name=f"scheduler.client read {self.target}"),
             loop.create_task(self._call_back(), name=f"scheduler.client callbacks {self.target}"),
+            loop.create_task(self._write(), name=f"scheduler.client write {self.target}"),
         ]
-        await self._send(encode(Hello(token=token)))
+        self._send(encode(Hello(token=token)))
         try:
             async with asyncio.timeout(timeout):
                 await self._welcome
@@ -274,8 +292,8 @@ class RemoteCore:
         reason = "the daemon closed the connection"
         try:
             while True:
-                data = await self._stream.receive(1 << 16)
-                for body in reader.feed(data):
+                data = await self._stream.receive(RECEIVE_BYTES)
+                for body in reader.frames(data):
                     message = decode_from_daemon(body)
                     if isinstance(message, Result):
                         future = self._waiting.get(message.id)
@@ -340,7 +358,7 @@ class RemoteCore:
                 allowed = bool(await callback.predicates(message.args))
             finally:
                 if not self._closed:
-                    await self._send(encode(CallbackReply(id=message.id, allowed=allowed)))
+                    self._send(encode(CallbackReply(id=message.id, allowed=allowed)))
 
     async def aclose(self) -> None:
         """Close the connection (``connect`` does it on leaving its block)."""

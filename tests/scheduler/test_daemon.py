@@ -55,13 +55,14 @@ class Daemon:
         self._log_file = self.log.open("w")
         command = [sys.executable, "-m", "scheduler", "serve", "--native", "tcp://127.0.0.1:0"]
         self.proc = subprocess.Popen(
-            [*command, "--http", "127.0.0.1:0", *args],
+            [*command, "--http", "127.0.0.1:0", "--grpc", "127.0.0.1:0", *args],
             stdout=subprocess.PIPE,
             stderr=self._log_file,
             env=env,
         )
         self.address = ""
         self.http = ""
+        self.grpc = ""
         self._wait_ready(30.0)
 
     def _wait_ready(self, seconds: float) -> None:
@@ -85,6 +86,8 @@ class Daemon:
                     self.address = line.split(" ", 1)[1]
                 if line.startswith("http "):
                     self.http = line.split(" ", 1)[1]
+                if line.startswith("grpc "):
+                    self.grpc = line.split(" ", 1)[1]
             if "ready" in lines:
                 return
         self.proc.kill()
@@ -308,7 +311,7 @@ async def test_an_invalid_configuration_file_stops_the_start(tmp_path: Path) -> 
         "partitions: [{name: default, queues: [{name: root, resources: {max: {memory: 5}}}]}]"
     )
     command = [sys.executable, "-m", "scheduler", "serve", "--native", "tcp://127.0.0.1:0"]
-    command += ["--http", "127.0.0.1:0"]
+    command += ["--http", "127.0.0.1:0", "--grpc", "127.0.0.1:0"]
     done = subprocess.run(
         [*command, "--config", str(config)],
         capture_output=True,
@@ -434,10 +437,33 @@ async def test_sigterm_says_goodbye_to_connected_rms_and_exits_0(tmp_path: Path)
     assert "stopped" in d.logged()
 
 
+async def test_the_event_stream_over_http_ends_at_sigterm(tmp_path: Path) -> None:
+    d = Daemon(tmp_path)
+    async with (
+        httpx.AsyncClient(base_url=d.http, timeout=10) as http,
+        http.stream("GET", "/ws/v1/events/stream") as stream,
+        remote_scenario(d.address) as s,
+    ):
+        assert stream.headers["content-type"] == "application/x-ndjson"
+        lines = stream.aiter_lines()
+        assert "InstanceUUID" in msgspec.json.decode(await anext(lines))
+        await s.register(QUEUES)
+        await s.submit("app-1")  # the event comes while the stream is open
+        event = msgspec.json.decode(await anext(lines))
+        while event["objectID"] != "app-1":
+            event = msgspec.json.decode(await anext(lines))
+        assert event["type"] == si.EventRecordType.APP
+        started = time.monotonic()
+        assert d.stop() == 0, d.logged()
+        assert time.monotonic() - started < 5  # the open stream does not hold the exit back
+        rest = [msgspec.json.decode(line) async for line in lines]
+        assert rest[-1]["description"] == "the daemon is shutting down"
+
+
 async def test_a_bad_target_says_what_to_write() -> None:
     for target, words in (
-        ("grpc://127.0.0.1:9090", "use tcp://host:port"),
-        ("http://x:1", "tcp:// or unix://"),
+        ("grpc://nohost", "grpc://host:port"),
+        ("http://x:1", "tcp://, unix:// or grpc://"),
         ("tcp://nohost", "tcp://host:port"),
     ):
         with pytest.raises(scheduler.SchedulerError, match=words):

@@ -166,8 +166,10 @@ def ids(apps: list[Json]) -> list[str]:
 @pytest.mark.asyncio
 async def test_every_route_is_in_the_openapi_document_and_back(s: Scenario) -> None:
     app = make_app(in_process(s))
-    routes = {r.path_format for r in app.routes if isinstance(r, Route)}
-    assert routes == set(DOC["paths"])
+    api = [r for r in app.routes if isinstance(r, Route) and r.include_in_schema]
+    assert {r.path_format for r in api} == set(DOC["paths"])
+    pages = {r.path_format for r in app.routes if isinstance(r, Route) and not r.include_in_schema}
+    assert pages == {"/"}  # the status page, outside the API
     for path, item in DOC["paths"].items():
         assert set(item) == {"get"}
         op = item["get"]
@@ -177,6 +179,17 @@ async def test_every_route_is_in_the_openapi_document_and_back(s: Scenario) -> N
         }
         assert {"200", "405"} <= set(op["responses"])
     assert DOC["openapi"].startswith("3.")
+
+
+@pytest.mark.asyncio
+async def test_the_status_page_is_served(client: httpx.AsyncClient) -> None:
+    response = await client.get("/")
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("text/html")
+    assert "<title>Scheduler</title>" in response.text
+    assert "/ws/v1" in response.text  # it reads the API itself
+    assert (await client.head("/")).status_code == 200
+    assert (await client.post("/")).status_code == 405
 
 
 @pytest.mark.asyncio

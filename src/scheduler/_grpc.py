@@ -1,0 +1,651 @@
+"""The daemon's gRPC transport: the SI ``Scheduler`` service of the spec and the
+``SchedulerExtensions`` service (``si.proto``), served with ``grpc.aio`` in the daemon's
+event loop, on the same ``Core`` as the native transport and with the same rules.
+
+A ``GrpcSession`` is one RM: the calls of a session (the spec's unary
+``RegisterResourceManager``, the requests read from its three streams, and the
+extension's unary calls) go into one queue and are run one at a time, in the order they
+came, by the session's worker, as the native transport runs them. The RM's callback inside
+the core is a stand-in that queues what it is given: responses on the matching Scheduler
+stream, events, container scheduling states and predicate questions on the session stream.
+Every session's outgoing queues together hold at most ``--max-backlog`` messages: an RM
+that does not read fast enough is told goodbye and its streams end.
+
+Sessions come from the extension's ``Session`` stream (the daemon's Welcome names the id
+the RM then sends as ``x-scheduler-session`` metadata). A plain SI client that never opens
+one still works: its calls are tied to a session named after the rmID they carry.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+import grpc
+import grpc.aio
+import msgspec
+from loguru import logger
+
+from scheduler import si
+from scheduler import si_pb2 as pb
+from scheduler._callback import ResourceManagerCallback
+from scheduler._errors import NotFoundError, SchedulerError
+from scheduler._grpc_codec import from_proto_of, to_proto_of
+from scheduler._native import Limits
+
+if TYPE_CHECKING:
+    from scheduler._core import Core
+    from scheduler._native import NativeServer
+
+__all__ = ["CALLBACKS_KEY", "ERROR_KEY", "SESSION_KEY", "TOKEN_KEY", "GrpcServer"]
+
+_log = logger.bind(transport="grpc")
+
+SESSION_KEY = "x-scheduler-session"
+TOKEN_KEY = "x-scheduler-token"
+CALLBACKS_KEY = "x-scheduler-callbacks"
+ERROR_KEY = "x-scheduler-error"
+
+_QUERIES: dict[str, int] = {
+    "get_partitions": 0,
+    "get_queue": 2,
+    "get_application": 2,
+    "get_node": 2,
+    "get_user_usage": 1,
+    "get_group_usage": 1,
+    "state_dump": 0,
+}
+_CALLBACKS = frozenset(
+    (
+        "update_allocation",
+        "update_application",
+        "update_node",
+        "predicates",
+        "send_event",
+        "update_container_scheduling_state",
+    )
+)
+# A plain SI client hears the responses on its streams and nothing else.
+_PLAIN_CALLBACKS = frozenset(("update_allocation", "update_application", "update_node"))
+
+_ALLOCATION, _APPLICATION, _NODE = pb.Ack.ALLOCATION, pb.Ack.APPLICATION, pb.Ack.NODE
+_SESSION = 0  # the index of the session stream's queue
+
+_from_register = from_proto_of(si.RegisterResourceManagerRequest)
+_from_allocation = from_proto_of(si.AllocationRequest)
+_from_application = from_proto_of(si.ApplicationRequest)
+_from_node = from_proto_of(si.NodeRequest)
+_from_configuration = from_proto_of(si.UpdateConfigurationRequest)
+_to_allocation_response = to_proto_of(si.AllocationResponse)
+_to_application_response = to_proto_of(si.ApplicationResponse)
+_to_node_response = to_proto_of(si.NodeResponse)
+_to_event = to_proto_of(si.EventRecord)
+_to_state = to_proto_of(si.UpdateContainerSchedulingStateRequest)
+_to_predicates = to_proto_of(si.PredicatesArgs)
+_JSON = msgspec.json.Encoder()
+
+
+class _CallError(Exception):
+    """A call failed: its gRPC status, and the Python class name of the error."""
+
+    def __init__(self, code: grpc.StatusCode, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.code, self.kind, self.message = code, kind, message
+
+
+# A call in a session's queue: what to run, and where its result goes (a future for a
+# unary call, the (stream, seq) of an Ack for a stream request).
+_Call = tuple[Callable[[], Awaitable[Any]], "asyncio.Future[Any] | tuple[int, int]"]
+
+
+class GrpcServer:
+    """Serves ``native``'s core, token, limits and configuration over gRPC (``start``);
+    RMs registered here are added to ``native.rm_ids`` so a configuration reload reaches
+    them too."""
+
+    def __init__(self, native: NativeServer) -> None:
+        self.native = native
+        self.core: Core = native.core
+        self.token = native.token
+        self.limits: Limits = native.limits
+        self.sessions: dict[str, GrpcSession] = {}
+        self._ids = itertools.count(1)
+        self._closing = ""
+        self._server: grpc.aio.Server | None = None
+
+    async def start(self, address: str) -> str:
+        """Listen on ``host:port`` (port 0: a free one); returns ``grpc://host:port``."""
+        host, sep, port_text = address.rpartition(":")
+        if not sep or not host or not port_text.isdigit():
+            raise SchedulerError(f"--grpc {address!r}: say host:port, e.g. 127.0.0.1:9090")
+        size = self.limits.max_frame
+        server = grpc.aio.server(
+            options=[
+                ("grpc.max_receive_message_length", size),
+                ("grpc.max_send_message_length", -1),
+                ("grpc.so_reuseport", 0),
+            ]
+        )
+        server.add_generic_rpc_handlers(self._handlers())
+        try:
+            port = server.add_insecure_port(address)
+        except RuntimeError as exc:
+            raise OSError(98, f"cannot bind {address}: {exc}") from None
+        if port == 0:
+            raise OSError(98, f"cannot bind {address}")
+        await server.start()
+        self._server = server
+        return f"grpc://{host}:{port}"
+
+    async def shut_down(self, reason: str, grace: float) -> None:
+        """No more calls; those taken are answered; every RM hears goodbye with ``reason``;
+        the server stops (within ``grace`` seconds)."""
+        self._closing = reason
+        sessions = list(self.sessions.values())
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(grace):
+                await asyncio.gather(*(s.finish(reason) for s in sessions))
+        if self._server is not None:
+            await self._server.stop(grace)
+
+    # ===================================================================== handlers
+    def _handlers(self) -> tuple[grpc.GenericRpcHandler[Any, Any], ...]:
+        def unary(fn: Any, req: Any, resp: Any) -> grpc.RpcMethodHandler[Any, Any]:
+            return grpc.unary_unary_rpc_method_handler(
+                fn, request_deserializer=req.FromString, response_serializer=resp.SerializeToString
+            )
+
+        def stream(fn: Any, req: Any, resp: Any) -> grpc.RpcMethodHandler[Any, Any]:
+            return grpc.stream_stream_rpc_method_handler(
+                fn, request_deserializer=req.FromString, response_serializer=resp.SerializeToString
+            )
+
+        scheduler = grpc.method_handlers_generic_handler(
+            "si.v1.Scheduler",
+            {
+                "RegisterResourceManager": unary(
+                    self._register,
+                    pb.RegisterResourceManagerRequest,
+                    pb.RegisterResourceManagerResponse,
+                ),
+                "UpdateAllocation": stream(
+                    self._update_allocation, pb.AllocationRequest, pb.AllocationResponse
+                ),
+                "UpdateApplication": stream(
+                    self._update_application, pb.ApplicationRequest, pb.ApplicationResponse
+                ),
+                "UpdateNode": stream(self._update_node, pb.NodeRequest, pb.NodeResponse),
+            },
+        )
+        extensions = grpc.method_handlers_generic_handler(
+            "si.v1.SchedulerExtensions",
+            {
+                "Session": stream(self._session, pb.FromRM, pb.FromDaemon),
+                "UpdateConfiguration": unary(
+                    self._update_configuration, pb.UpdateConfigurationRequest, pb.Empty
+                ),
+                "Settle": unary(self._settle, pb.Empty, pb.SettleResponse),
+                "Query": unary(self._query, pb.QueryRequest, pb.QueryResponse),
+            },
+        )
+        return (scheduler, extensions)
+
+    async def _check(self, context: grpc.aio.ServicerContext[Any, Any]) -> dict[str, str]:
+        metadata = {k: v for k, v in (context.invocation_metadata() or ()) if isinstance(v, str)}
+        if self.token and metadata.get(TOKEN_KEY) != self.token:
+            await context.abort(
+                grpc.StatusCode.UNAUTHENTICATED, "authentication failed: wrong or missing token"
+            )
+        if self._closing:
+            await context.abort(grpc.StatusCode.UNAVAILABLE, self._closing)
+        return metadata
+
+    async def _find(
+        self, context: grpc.aio.ServicerContext[Any, Any], metadata: dict[str, str], rm_id: str
+    ) -> GrpcSession:
+        """The session of a call: the one its metadata names, else the plain client's of
+        ``rm_id`` (made if need be)."""
+        name = metadata.get(SESSION_KEY, "")
+        if name:
+            session = self.sessions.get(name)
+            if session is None or session.closing:
+                await context.abort(grpc.StatusCode.NOT_FOUND, f"no session {name!r}")
+            assert session is not None
+            return session
+        name = f"rm:{rm_id}"
+        session = self.sessions.get(name)
+        if session is None or session.closing:
+            session = self.sessions[name] = GrpcSession(self, name, context.peer(), plain=True)
+        return session
+
+    async def _unary(
+        self,
+        context: grpc.aio.ServicerContext[Any, Any],
+        rm_id: str,
+        run: Callable[[GrpcSession], Awaitable[Any]],
+    ) -> Any:
+        metadata = await self._check(context)
+        session = await self._find(context, metadata, rm_id)
+        try:
+            return await session.call(lambda: run(session), metadata)
+        except _CallError as exc:
+            await context.abort(exc.code, exc.message, trailing_metadata=((ERROR_KEY, exc.kind),))
+
+    async def _register(
+        self,
+        request: pb.RegisterResourceManagerRequest,
+        context: grpc.aio.ServicerContext[Any, Any],
+    ) -> pb.RegisterResourceManagerResponse:
+        async def run(session: GrpcSession) -> pb.RegisterResourceManagerResponse:
+            await session.register(_from_register(request), context)
+            return pb.RegisterResourceManagerResponse()
+
+        result: pb.RegisterResourceManagerResponse = await self._unary(context, request.rm_id, run)
+        return result
+
+    async def _update_configuration(
+        self, request: pb.UpdateConfigurationRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> pb.Empty:
+        async def run(session: GrpcSession) -> pb.Empty:
+            await self.core.update_configuration(_from_configuration(request))
+            return pb.Empty()
+
+        result: pb.Empty = await self._unary(context, request.rm_id, run)
+        return result
+
+    async def _settle(
+        self, request: pb.Empty, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> pb.SettleResponse:
+        async def run(session: GrpcSession) -> pb.SettleResponse:
+            await self.core.settle()
+            return pb.SettleResponse(pushed=session.pushed)
+
+        result: pb.SettleResponse = await self._unary(context, "", run)
+        return result
+
+    async def _query(
+        self, request: pb.QueryRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> pb.QueryResponse:
+        method, args = request.method, list(request.args)
+
+        async def run(session: GrpcSession) -> pb.QueryResponse:
+            expected = _QUERIES.get(method)
+            if expected is None:
+                raise SchedulerError(f"unknown query {method!r}")
+            if len(args) != expected:
+                raise SchedulerError(f"{method} takes {expected} arguments, got {len(args)}")
+            function: Callable[..., Awaitable[Any]] = getattr(self.core, method)
+            value = await function(*args)
+            return pb.QueryResponse(json=_JSON.encode(value).decode())
+
+        result: pb.QueryResponse = await self._unary(context, "", run)
+        return result
+
+    # ====================================================================== streams
+    async def _update_allocation(
+        self,
+        requests: AsyncIterator[pb.AllocationRequest],
+        context: grpc.aio.ServicerContext[Any, Any],
+    ) -> None:
+        await self._stream(requests, context, _ALLOCATION)
+
+    async def _update_application(
+        self,
+        requests: AsyncIterator[pb.ApplicationRequest],
+        context: grpc.aio.ServicerContext[Any, Any],
+    ) -> None:
+        await self._stream(requests, context, _APPLICATION)
+
+    async def _update_node(
+        self, requests: AsyncIterator[pb.NodeRequest], context: grpc.aio.ServicerContext[Any, Any]
+    ) -> None:
+        await self._stream(requests, context, _NODE)
+
+    async def _stream(
+        self, requests: AsyncIterator[Any], context: grpc.aio.ServicerContext[Any, Any], kind: int
+    ) -> None:
+        """One of the Scheduler streams: requests in (each acknowledged on the session
+        stream), the core's responses of that kind out."""
+        metadata = await self._check(context)
+        first: Any = None
+        if SESSION_KEY not in metadata:  # a plain client: its first request names its RM
+            first = await anext(aiter(requests), None)
+            if first is None:
+                return
+        session = await self._find(context, metadata, "" if first is None else first.rm_id)
+        queue = session.open_stream(kind)
+        seq = itertools.count(1)
+
+        async def read() -> None:
+            if first is not None:
+                session.take_request(kind, next(seq), first)
+            async for request in requests:
+                session.take_request(kind, next(seq), request)
+
+        reader = asyncio.create_task(read())
+        try:
+            while True:
+                item = await queue.get()
+                if item is None:
+                    break
+                session.backlog -= 1
+                await context.write(item)
+        finally:
+            reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await reader
+
+    async def _session(
+        self, requests: AsyncIterator[pb.FromRM], context: grpc.aio.ServicerContext[Any, Any]
+    ) -> None:
+        """The extension's session stream: Hello / Welcome, acks, callbacks, goodbye."""
+        await self._check(context)
+        hello = await anext(aiter(requests), None)
+        if hello is None or hello.WhichOneof("kind") != "hello":
+            await context.abort(
+                grpc.StatusCode.FAILED_PRECONDITION, "the first message must be a hello"
+            )
+        name = f"s{next(self._ids)}"
+        session = self.sessions[name] = GrpcSession(self, name, context.peer(), plain=False)
+        queue = session.open_stream(_SESSION)
+        await context.write(pb.FromDaemon(welcome=pb.Welcome(session=name)))
+
+        async def read() -> None:
+            async for message in requests:
+                if message.WhichOneof("kind") == "predicates_answer":
+                    session.answer(message.predicates_answer)
+            session.gone()  # the RM closed its side: it is gone
+
+        reader = asyncio.create_task(read())
+        try:
+            while True:
+                item = await queue.get()
+                if item is None:
+                    break
+                session.backlog -= 1
+                await context.write(item)
+        finally:
+            reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await reader
+            session.gone()
+
+
+class GrpcSession:
+    """One RM over gRPC: its ordered calls, its outgoing queues, its predicates."""
+
+    def __init__(self, server: GrpcServer, name: str, peer: str, *, plain: bool) -> None:
+        self.server = server
+        self.name = name
+        self.peer = peer
+        self.plain = plain  # no session stream: acks and extension callbacks have nowhere to go
+        self.rm_id = ""
+        self.limits = server.limits
+        self.pushed = 0  # messages queued for the RM that it counts (not acks)
+        self.backlog = 0
+        self.closing = ""
+        self.draining = ""  # the daemon stops: no more calls are taken
+        self._queues: dict[int, asyncio.Queue[Any]] = {}
+        self._calls: asyncio.Queue[_Call | None] = asyncio.Queue()
+        self._questions: dict[int, asyncio.Future[bool]] = {}
+        self._next_question = 0
+        self._worker = asyncio.get_running_loop().create_task(self._work())
+        self.log = _log.bind(peer=peer, session=name)
+
+    # ====================================================================== outgoing
+    def open_stream(self, kind: int) -> asyncio.Queue[Any]:
+        """The queue of stream ``kind`` (what was queued before it opened is kept)."""
+        return self._queue(kind)
+
+    def _queue(self, kind: int) -> asyncio.Queue[Any]:
+        queue = self._queues.get(kind)
+        if queue is None:
+            queue = self._queues[kind] = asyncio.Queue()
+        return queue
+
+    def push(self, kind: int, message: Any, *, counted: bool = True) -> None:
+        if self.closing:
+            return
+        if self.backlog >= self.limits.max_backlog:
+            self.close(
+                f"the RM reads too slowly: {self.backlog:,} messages wait for it "
+                "(the daemon's --max-backlog)"
+            )
+            return
+        if kind == _SESSION and self.plain:
+            return
+        self.backlog += 1
+        if counted:
+            self.pushed += 1
+        self._queue(kind).put_nowait(message)
+
+    def close(self, reason: str) -> None:
+        """Goodbye with ``reason`` after what is queued; then every stream ends."""
+        if self.closing:
+            return
+        self.closing = reason
+        self.log.info("closing the session of {}: {}", self.rm_id or self.peer, reason)
+        if not self.plain:
+            self._queue(_SESSION).put_nowait(pb.FromDaemon(goodbye=pb.Goodbye(message=reason)))
+        for kind in (_ALLOCATION, _APPLICATION, _NODE, _SESSION):
+            self._queue(kind).put_nowait(None)
+        self._calls.put_nowait(None)
+        self._end()
+
+    async def finish(self, reason: str) -> None:
+        """The daemon stops: the calls taken are answered, then goodbye."""
+        self.draining = reason
+        self._calls.put_nowait(None)
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._worker
+        self.close(reason)
+
+    def gone(self) -> None:
+        """The RM closed its session stream."""
+        if not self.closing:
+            self.closing = "the RM is gone"
+            for kind in (_ALLOCATION, _APPLICATION, _NODE, _SESSION):
+                self._queue(kind).put_nowait(None)
+            self._calls.put_nowait(None)  # the calls taken still run, as on the native transport
+            self._end()
+
+    def _end(self) -> None:
+        for future in self._questions.values():
+            if not future.done():
+                future.set_result(False)
+        if self.server.sessions.get(self.name) is self:
+            del self.server.sessions[self.name]
+
+    # ========================================================================= calls
+    async def call(self, run: Callable[[], Awaitable[Any]], metadata: dict[str, str]) -> Any:
+        """Run ``run`` in turn; its result, or ``_CallError``."""
+        if self.closing or self.draining:
+            reason = self.closing or self.draining
+            raise _CallError(grpc.StatusCode.UNAVAILABLE, "ConnectionError", reason)
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._calls.put_nowait((run, future))
+        return await future
+
+    def take_request(self, kind: int, seq: int, request: Any) -> None:
+        """A request read from a Scheduler stream, queued; its Ack goes on the session
+        stream when it has run."""
+        if self.closing or self.draining:
+            return
+        core = self.server.core
+        if kind == _ALLOCATION:
+
+            async def run() -> None:
+                converted = _from_allocation(request)
+                self._check_asks(converted)
+                await core.update_allocation(converted)
+
+        elif kind == _APPLICATION:
+
+            async def run() -> None:
+                converted = _from_application(request)
+                self._check_ids("application", (a.application_id for a in converted.new))
+                await core.update_application(converted)
+
+        else:
+
+            async def run() -> None:
+                converted = _from_node(request)
+                self._check_ids("node", (n.node_id for n in converted.nodes))
+                await core.update_node(converted)
+
+        self._calls.put_nowait((run, (kind, seq)))
+
+    async def _work(self) -> None:
+        while True:
+            item = await self._calls.get()
+            if item is None:
+                return
+            run, reply = item
+            try:
+                value = await run()
+            except (SchedulerError, NotFoundError) as exc:
+                code = (
+                    grpc.StatusCode.NOT_FOUND
+                    if isinstance(exc, NotFoundError)
+                    else grpc.StatusCode.INVALID_ARGUMENT
+                )
+                self._reply(reply, error=_CallError(code, type(exc).__name__, str(exc)))
+            except Exception as exc:
+                self.log.exception("a call of {} failed", self.rm_id or self.peer)
+                message = f"{type(exc).__name__}: {exc}"
+                self._reply(reply, error=_CallError(grpc.StatusCode.INTERNAL, "Error", message))
+            else:
+                self._reply(reply, value=value)
+
+    def _reply(self, reply: Any, *, value: Any = None, error: _CallError | None = None) -> None:
+        if isinstance(reply, asyncio.Future):
+            if not reply.done():
+                if error is None:
+                    reply.set_result(value)
+                else:
+                    reply.set_exception(error)
+            return
+        kind, seq = reply
+        if self.plain:
+            if error is not None:
+                self.log.warning("a request of {} failed: {}", self.rm_id, error.message)
+            return
+        ack = pb.Ack(stream=kind, seq=seq)
+        if error is not None:
+            ack.error, ack.message = error.kind, error.message
+        self.push(_SESSION, pb.FromDaemon(ack=ack), counted=False)
+
+    async def register(
+        self,
+        request: si.RegisterResourceManagerRequest,
+        context: grpc.aio.ServicerContext[Any, Any],
+    ) -> None:
+        native = self.server.native
+        if not request.config and native.config:
+            request.config = native.config
+        metadata = {k: v for k, v in (context.invocation_metadata() or ()) if isinstance(v, str)}
+        if self.plain:
+            overrides = set(_PLAIN_CALLBACKS)
+        else:
+            named = metadata.get(CALLBACKS_KEY, "")
+            overrides = {m for m in named.split(",") if m in _CALLBACKS}
+        await self.server.core.register_resource_manager(request, _stand_in(self, overrides))
+        self.rm_id = request.rm_id
+        native.rm_ids.add(request.rm_id)
+        self.log = self.log.bind(rm_id=self.rm_id)
+        self.log.info("resource manager {} registered from {} over gRPC", self.rm_id, self.peer)
+
+    def _check_ids(self, what: str, ids: Any) -> None:
+        limit = self.limits.max_id
+        for item in ids:
+            if isinstance(item, str) and len(item) > limit:
+                raise SchedulerError(
+                    f"{what} id of {len(item):,} characters is over the limit of {limit:,} "
+                    f"(the daemon's --max-id): {item[:40]}..."
+                )
+
+    def _check_asks(self, request: si.AllocationRequest) -> None:
+        asks = request.asks
+        if len(asks) > self.limits.max_asks:
+            raise SchedulerError(
+                f"the request holds {len(asks):,} asks, over the limit of "
+                f"{self.limits.max_asks:,} (the daemon's --max-asks): send them in parts"
+            )
+        self._check_ids("allocation key", (a.allocation_key for a in asks))
+        self._check_ids("application", (a.application_id for a in asks))
+
+    # ==================================================================== predicates
+    async def ask_predicates(self, args: si.PredicatesArgs) -> bool:
+        if self.closing:
+            return False
+        self._next_question += 1
+        number = self._next_question
+        future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        self._questions[number] = future
+        self.push(
+            _SESSION,
+            pb.FromDaemon(predicates=pb.PredicatesQuestion(id=number, args=_to_predicates(args))),
+        )
+        try:
+            async with asyncio.timeout(self.limits.predicates_timeout):
+                return await future
+        except TimeoutError:
+            return False
+        finally:
+            self._questions.pop(number, None)
+
+    def answer(self, answer: pb.PredicatesAnswer) -> None:
+        future = self._questions.get(answer.id)
+        if future is not None and not future.done():
+            future.set_result(bool(answer.allowed))
+
+
+def _stand_in(session: GrpcSession, overrides: set[str]) -> ResourceManagerCallback:
+    """The RM's callback inside the core: it overrides what the RM named, and each method
+    queues its argument for the RM."""
+    namespace: dict[str, Any] = {}
+    if "update_allocation" in overrides:
+
+        async def update_allocation(self: Any, response: si.AllocationResponse) -> None:
+            session.push(_ALLOCATION, _to_allocation_response(response))
+
+        namespace["update_allocation"] = update_allocation
+    if "update_application" in overrides:
+
+        async def update_application(self: Any, response: si.ApplicationResponse) -> None:
+            session.push(_APPLICATION, _to_application_response(response))
+
+        namespace["update_application"] = update_application
+    if "update_node" in overrides:
+
+        async def update_node(self: Any, response: si.NodeResponse) -> None:
+            session.push(_NODE, _to_node_response(response))
+
+        namespace["update_node"] = update_node
+    if "send_event" in overrides:
+
+        async def send_event(self: Any, events: list[si.EventRecord]) -> None:
+            message = pb.Events()
+            message.events.extend(_to_event(e) for e in events)
+            session.push(_SESSION, pb.FromDaemon(events=message))
+
+        namespace["send_event"] = send_event
+    if "predicates" in overrides:
+
+        async def predicates(self: Any, args: si.PredicatesArgs) -> bool:
+            return await session.ask_predicates(args)
+
+        namespace["predicates"] = predicates
+    if "update_container_scheduling_state" in overrides:
+
+        async def update_container_scheduling_state(
+            self: Any, request: si.UpdateContainerSchedulingStateRequest
+        ) -> None:
+            session.push(_SESSION, pb.FromDaemon(scheduling_state=_to_state(request)))
+
+        namespace["update_container_scheduling_state"] = update_container_scheduling_state
+    cls = type("RemoteResourceManager", (ResourceManagerCallback,), namespace)
+    return cls()  # type: ignore[no-any-return]

@@ -1,0 +1,247 @@
+"""The status page at ``/``, checked in headless Chromium (Debian's package) against a real
+``scheduler serve``: it loads, draws the queues and applications of a running scenario
+with their gang progress, shows an error when the API does not answer, and a screenshot is
+kept (``bench/results/web_page.png``, printed by the test). Skipped where no Chromium is
+installed, failed instead with ``$SCHEDULER_REQUIRE_CHROMIUM`` set (``.ci/run`` installs
+it and sets that)."""
+
+from __future__ import annotations
+
+import asyncio
+import html
+import os
+import re
+import shutil
+import threading
+import time
+from collections.abc import Iterator
+from functools import partial
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+import scheduler
+from scheduler.testing import Scenario, gang_tags
+
+from .test_daemon import Daemon, remote_scenario
+
+pytestmark = pytest.mark.asyncio
+
+GI = 1024**3
+QUEUES = """
+partitions:
+  - name: default
+    queues:
+      - name: root
+        submitacl: "*"
+        queues:
+          - name: default
+          - name: batch
+            resources:
+              guaranteed: {memory: 32Gi, vcore: 8}
+              max: {memory: 96Gi, vcore: 24}
+          - name: ml
+            resources:
+              max: {memory: 128Gi, vcore: 32}
+            queues:
+              - name: training
+                resources:
+                  guaranteed: {memory: 32Gi, vcore: 8}
+                  max: {memory: 96Gi, vcore: 24}
+              - name: serving
+                resources:
+                  guaranteed: {memory: 16Gi, vcore: 4}
+"""
+SCREENSHOT = Path(__file__).parents[2] / "bench" / "results" / "web_page.png"
+
+
+def chromium() -> str:
+    """Debian's Chromium (``$CHROMIUM`` names another binary), or skip the test."""
+    for name in (os.environ.get("CHROMIUM", ""), "chromium", "chromium-browser"):
+        found = shutil.which(name) if name else None
+        if found:
+            return found
+    why = "no chromium binary (apt-get install chromium, or set $CHROMIUM)"
+    if os.environ.get("SCHEDULER_REQUIRE_CHROMIUM"):  # .ci/run: the check must run
+        pytest.fail(why, pytrace=False)
+    pytest.skip(why)
+
+
+async def run_chromium(tmp: Path, *args: str, timeout: float = 90.0) -> str:
+    """Headless Chromium with a fresh profile and no background traffic; its stdout."""
+    profile = tmp / f"profile-{time.monotonic_ns()}"
+    proc = await asyncio.create_subprocess_exec(
+        chromium(),
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--hide-scrollbars",
+        f"--user-data-dir={profile}",
+        *args,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    try:
+        out, err = await asyncio.wait_for(proc.communicate(), timeout)
+    except TimeoutError:
+        proc.kill()
+        await proc.wait()
+        raise AssertionError(f"chromium ran for more than {timeout}s: {args}") from None
+    finally:
+        shutil.rmtree(profile, ignore_errors=True)
+    assert proc.returncode == 0, f"chromium exited {proc.returncode}:\n{err.decode()[-3000:]}"
+    return out.decode()
+
+
+async def rendered(tmp: Path, url: str, *needles: str, seconds: float = 60.0) -> str:
+    """The page's DOM once it has drawn an answer that holds every needle: Chromium runs the
+    page's scripts and fetches for up to 5 s of virtual time, again until the deadline."""
+    deadline = time.monotonic() + seconds
+    while True:
+        dom = await run_chromium(tmp, "--virtual-time-budget=5000", "--dump-dom", url)
+        text = html.unescape(dom)
+        missing = [n for n in needles if n not in text]
+        if not missing or time.monotonic() > deadline:
+            assert not missing, f"not on the page: {missing}\n{dom[:5000]}"
+            return text
+
+
+def row(dom: str, attribute: str, key: str) -> str:
+    """The text of the table row ``<tr data-ATTRIBUTE="KEY">``, tags removed."""
+    match = re.search(rf'<tr [^>]*data-{attribute}="{re.escape(key)}".*?</tr>', dom, re.S)
+    assert match is not None, f"no row {attribute}={key!r}"
+    return re.sub(r"<[^>]+>", " ", match.group(0))
+
+
+@pytest.fixture
+def daemon(tmp_path: Path) -> Iterator[Daemon]:
+    chromium()  # skip before starting anything
+    d = Daemon(tmp_path)
+    yield d
+    assert d.stop() == 0, d.logged()
+    assert "Traceback" not in d.logged(), d.logged()
+
+
+async def busy_cluster(s: Scenario) -> None:
+    """Three nodes; a queue tree; a running batch job, a placeholder gang half replaced, a
+    satisfied permit gang, a permit gang still short of members, a pending job that fits
+    nowhere and a completed one."""
+    await s.register(QUEUES)
+    await s.add_nodes("node-1", "node-2", "node-3", memory=64 * GI, vcore=16_000)
+    await s.submit("etl-nightly", queue="root.batch", user="alice")
+    await s.ask("etl-nightly", "etl", count=3, memory=8 * GI, vcore=2000)
+
+    await s.submit_gang(
+        "spark-pi",
+        {"driver": 1, "executor": 3},
+        queue="root.ml.training",
+        memory=4 * GI,
+        vcore=1000,
+    )
+    await s.ask("spark-pi", "driver", task_group="driver", memory=4 * GI, vcore=1000)
+    await s.confirm_releases()  # the driver's placeholder is replaced
+
+    await s.submit("tf-train", queue="root.ml.training", user="bob")
+    await s.ask(
+        "tf-train", "worker", count=4, tags=gang_tags("tf-train", 4), memory=8 * GI, vcore=2000
+    )
+    await s.submit("mpi-sim", queue="root.ml.serving", user="carol")
+    await s.ask("mpi-sim", "rank", count=2, tags=gang_tags("mpi-sim", 4), memory=2 * GI, vcore=1000)
+
+    await s.submit("huge-render", queue="root.default", user="dave")
+    await s.ask("huge-render", "frame", memory=100 * GI, vcore=4000)
+
+    await s.submit("report-gen", queue="root.default", user="erin")
+    await s.ask("report-gen", "report", memory=1 * GI, vcore=500)
+    await s.release(*s.allocations("report-gen"))
+    await s.remove("report-gen")
+
+    assert (await s.application("spark-pi"))["placeholderData"][0]["replaced"] == 1
+    [tf] = (await s.application("tf-train"))["gangs"]
+    assert tf["satisfied"] is True
+    [mpi] = (await s.application("mpi-sim"))["gangs"]
+    assert mpi["satisfied"] is False
+
+
+async def test_the_page_shows_a_running_scenario(daemon: Daemon, tmp_path: Path) -> None:
+    async with remote_scenario(daemon.address) as s:
+        await busy_cluster(s)
+        states = {a: await s.app_state(a) for a in ("etl-nightly", "spark-pi", "report-gen")}
+        started = time.monotonic()
+        dom = await rendered(
+            tmp_path,
+            daemon.http + "/",
+            'data-state="ready"',
+            'data-app="report-gen"',
+            'data-node="node-3"',
+        )
+        # the queue tree: every queue a row, named by its path, drawn by its own name
+        for path in ("root", "root.default", "root.batch", "root.ml", "root.ml.training"):
+            assert f'data-queue="{path}"' in dom
+        batch = row(dom, "queue", "root.batch")
+        assert "batch" in batch and "guar 32Gi" in batch and "max 96Gi" in batch, batch
+        assert "24Gi" in batch  # allocated: three asks of 8Gi
+        # the applications, their states, queues and gang progress
+        for app_id in ("etl-nightly", "spark-pi", "tf-train", "mpi-sim", "huge-render"):
+            assert app_id in row(dom, "app", app_id)
+        assert states["etl-nightly"] in row(dom, "app", "etl-nightly")
+        assert "root.batch" in row(dom, "app", "etl-nightly")
+        spark = row(dom, "app", "spark-pi")
+        assert states["spark-pi"] in spark and "root.ml.training" in spark
+        assert "1/1 replaced" in spark and "0/3 replaced" in spark, spark
+        tf = row(dom, "app", "tf-train")
+        assert "default/tf-train" in tf and "min 4" in tf and "satisfied" in tf, tf
+        mpi = row(dom, "app", "mpi-sim")
+        assert "min 4" in mpi and "waiting" in mpi, mpi
+        assert "Completed" in row(dom, "app", "report-gen") or states["report-gen"] in dom
+        assert "100Gi" in row(dom, "app", "huge-render")  # pending
+        # the nodes, allocated against capacity
+        assert "/ 64Gi" in row(dom, "node", "node-1")
+        assert 'id="error" role="alert"></div>' in dom.replace(' class=""', "")  # no error
+
+        shot = tmp_path / "web_page.png"
+        await run_chromium(
+            tmp_path,
+            "--virtual-time-budget=5000",
+            "--window-size=1400,1000",
+            f"--screenshot={shot}",
+            daemon.http + "/",
+        )
+        assert shot.stat().st_size > 10_000
+        SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(shot, SCREENSHOT)
+        print(f"\nscreenshot of the status page: {SCREENSHOT} ({time.monotonic() - started:.1f}s)")
+
+
+@pytest.fixture
+def page_without_api() -> Iterator[str]:
+    """The page alone on a plain HTTP server: every API call is a 404."""
+    web = Path(scheduler.__file__).parent / "web"
+    handler = partial(QuietHandler, directory=str(web))
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/index.html"
+    server.shutdown()
+    server.server_close()
+    thread.join()
+
+
+class QuietHandler(SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+async def test_the_page_shows_what_went_wrong(page_without_api: str, tmp_path: Path) -> None:
+    chromium()
+    dom = await rendered(tmp_path, page_without_api, 'data-state="error"')
+    assert re.search(
+        r'<div id="error" role="alert" class="shown"><b>Error: </b>GET /ws/v1/partitions: 404', dom
+    ), dom[:3000]
