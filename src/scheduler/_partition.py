@@ -168,6 +168,8 @@ class Partition:
             self.owners.pop(app.application_id, None)
         if self.ugm is not None:
             self.ugm.forget(app)
+        if app.permit_gangs:
+            self.permits.app_left(app)
         self.terminated[app.application_id] = app
 
     def forget_actor(self, app_id: str, ref: ActorRef) -> None:

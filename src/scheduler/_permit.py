@@ -254,7 +254,7 @@ class Member(msgspec.Struct, gc=False):
 class Gang:
     """One permit gang: its spec, its member asks, and its members placed but not bound."""
 
-    __slots__ = ("asks", "bound", "created", "group", "satisfied", "spec", "tentative")
+    __slots__ = ("apps", "asks", "bound", "created", "group", "satisfied", "spec", "tentative")
 
     def __init__(self, spec: GangSpec, created: float, group: GangGroup) -> None:
         self.spec = spec
@@ -263,7 +263,8 @@ class Gang:
         self.asks: dict[tuple[str, str], Ask] = {}  # (application id, key) -> member ask
         self.tentative: dict[str, Member] = {}  # by allocation uuid, in placement order
         self.bound = 0  # members sent to the RM
-        self.satisfied = False
+        self.satisfied = group.satisfied  # a gang that joins a satisfied group is, too
+        self.apps: set[str] = set()  # applications its members came in
 
     @property
     def gang_id(self) -> str:
@@ -363,6 +364,10 @@ class PermitGangs:
         self._blocked: list[GangGroup] = []  # groups with a member not placed this pass
         self._gave_way: dict[int, GangGroup] = {}  # parked for an older group, by id()
         self._timed_out: dict[int, GangGroup] = {}  # oldest timeout first, by id()
+        # Satisfied gangs with no member ask and no live application, since when: kept for
+        # Timeouts.terminated (as a terminated application is), so a late member is still
+        # a normal ask; oldest first, by id().
+        self._idle: dict[int, tuple[Gang, float]] = {}
         self.log = logger.bind(partition=partition.name)
 
     def __bool__(self) -> bool:
@@ -381,7 +386,7 @@ class PermitGangs:
                 f"scheduling; its asks cannot be members of permit gang {spec.gang_id}"
             )
         group = self.groups.get(spec.gang_id)
-        if group is not None and group.timed_out:
+        if group is not None and (group.timed_out or group.satisfied):
             self._prune_timed_out()  # remembered for Timeouts.terminated, then forgotten
             group = self.groups.get(spec.gang_id)
         if group is not None and group.timed_out:
@@ -411,6 +416,8 @@ class PermitGangs:
             group.created = min(g.created for g in group.gangs.values())
             self.gangs[spec.gang_id] = gang
         gang.asks[(app.application_id, key)] = ask
+        gang.apps.add(app.application_id)
+        self._idle.pop(id(gang), None)
         ask.gang_time = gang.created
         app.permit_gangs[spec.gang_id] = None
         return ""
@@ -437,11 +444,23 @@ class PermitGangs:
             self._forget(gang)
 
     def _forget(self, gang: Gang) -> None:
-        """A gang without member asks goes (a timed-out group is remembered, to reject
-        late members, until ``Timeouts.terminated`` has passed)."""
+        """A gang without member asks goes, unless it is satisfied and one of its
+        applications is still there (its bound members run: a later member is a normal
+        ask), or its group timed out (remembered, to reject late members, until
+        ``Timeouts.terminated`` has passed)."""
         group = gang.group
         if group.timed_out:
             return
+        live = self.partition.applications
+        if gang.satisfied:
+            if not any(app_id in live for app_id in gang.apps) and id(gang) not in self._idle:
+                self._idle[id(gang)] = (gang, self.partition.clock())
+            return
+        self._drop_gang(gang)
+
+    def _drop_gang(self, gang: Gang) -> None:
+        group = gang.group
+        self._idle.pop(id(gang), None)
         del self.gangs[gang.gang_id]
         del group.gangs[gang.gang_id]
         if group.gangs:
@@ -456,9 +475,19 @@ class PermitGangs:
             gang = self.gangs.get(gid)
             if gang is not None and gang.group is group:
                 del self.gangs[gid]
+                self._idle.pop(id(gang), None)
         if group.wait is not None:
             group.wait.resolve(False)
             group.wait = None
+
+    def app_left(self, app: Application) -> None:
+        """``app`` left the partition: a satisfied gang kept for it may go now."""
+        for gang_id in app.permit_gangs:
+            gang = self.gangs.get(gang_id)
+            if gang is not None:
+                gang.apps.discard(app.application_id)
+                if not gang.asks and not gang.tentative:
+                    self._forget(gang)
 
     def app_leaving(self, app: Application) -> None:
         """``app`` is removed: its member asks leave their gangs first."""
@@ -492,6 +521,13 @@ class PermitGangs:
             return None
         return gang
 
+    def holding(self) -> bool:
+        """Some group not yet satisfied holds tentative members."""
+        for group in self.groups.values():
+            if not group.satisfied and group.placed():
+                return True
+        return False
+
     def held(self, gang: Gang) -> bool:
         """The pass leaves ``gang``'s members alone now: its group is parked (until the
         cluster changes), timed out, or rolls back after this proposal (a member of a
@@ -503,10 +539,11 @@ class PermitGangs:
 
     def member_failed(
         self, gang: Gang, app: Application, ask: Ask, kind: str, where: Queue | None = None
-    ) -> None:
+    ) -> bool:
         """The pass could not place member ``ask``: ``kind`` is ``quota`` (``where`` is the
         queue whose max holds it), ``limit`` (user or group limits) or ``node``. Read-only:
-        what follows happens in ``after_propose``."""
+        what follows happens in ``after_propose``. True when its group rolls back then
+        (a Strict gang's member): the walk should stop here."""
         group = gang.group
         queue = app.queue
         if group.blocked is None and queue is not None:
@@ -515,6 +552,8 @@ class PermitGangs:
         if gang.spec.strict and not group.failing:
             group.failing = True
             self._failed.append((group, app, ask, kind))
+            return True
+        return False
 
     def begin_pass(self) -> None:
         for group in self._blocked:
@@ -557,23 +596,21 @@ class PermitGangs:
             return False
         oldest = min(blocked, key=lambda g: g.key)
         assert oldest.blocked is not None
-        seen: set[int] = set()
-        youngest: GangGroup | None = None
-        for group in self.groups.values():
-            if id(group) in seen or group is oldest:
-                continue
-            seen.add(id(group))
-            if (
-                group.satisfied
-                or group.key <= oldest.key
-                or not any(g.tentative for g in group.gangs.values())
-                or not self._frees_room(group, oldest.blocked)
-            ):
-                continue
-            if youngest is None or group.key > youngest.key:
-                youngest = group
-        if youngest is None:
+        # The younger groups holding tentative members that could make room: together
+        # they must be able to free enough; the youngest of them gives way now, and the
+        # next pass takes the next one if the oldest still cannot complete.
+        younger = {
+            id(g): g
+            for g in self.groups.values()
+            if g is not oldest
+            and not g.satisfied
+            and g.key > oldest.key
+            and any(gang.tentative for gang in g.gangs.values())
+        }
+        helpful = [g for g in younger.values() if self._frees_room([g], oldest.blocked, some=True)]
+        if not helpful or not self._frees_room(helpful, oldest.blocked):
             return False
+        youngest = max(helpful, key=lambda g: g.key)
         self.roll_back(
             youngest,
             "GangRolledBack",
@@ -589,22 +626,33 @@ class PermitGangs:
         self.partition.schedule_pending = True
         return True
 
-    def _frees_room(self, holder: GangGroup, blocked: tuple[Ask, Queue, str, Queue | None]) -> bool:
-        """Rolling ``holder`` back could let the blocked member be placed."""
+    def _frees_room(
+        self,
+        holders: list[GangGroup],
+        blocked: tuple[Ask, Queue, str, Queue | None],
+        some: bool = False,
+    ) -> bool:
+        """Rolling ``holders`` back could let the blocked member be placed (``some``: they
+        hold anything where it is blocked at all)."""
         ask, _queue, kind, where = blocked
         res = ask.resource
+        members = [m for holder in holders for m in holder.members()]
         if kind == "quota" and where is not None:
             freed: Res = {}
-            for member in holder.members():
+            for member in members:
                 q = member.app.queue
                 if q is not None and where in q.chain:
                     add_into(freed, member.alloc.resource)
+            if some:
+                return bool(freed)
             return bool(freed) and fits_under_max(
                 res, sub(where.allocated, freed), where.max_resources
             )
         if kind == "node":
+            if some:
+                return bool(members)
             by_node: dict[str, Res] = {}
-            for member in holder.members():
+            for member in members:
                 add_into(by_node.setdefault(member.alloc.node_id, {}), member.alloc.resource)
             nodes = self.partition.nodes
             for node_id, freed in by_node.items():
@@ -793,6 +841,15 @@ class PermitGangs:
             del self._timed_out[key]
             group.timed_out = False  # let _drop_group run
             self._drop_group(group)
+        live = p.applications
+        while self._idle:
+            gang, since = next(iter(self._idle.values()))
+            if since >= horizon:
+                break
+            if gang.asks or gang.tentative or any(a in live for a in gang.apps):
+                self._idle.pop(id(gang))  # in use again
+            else:
+                self._drop_gang(gang)
 
     # ============================================================================ views
     def view(self, gang_id: str) -> dict[str, Any] | None:

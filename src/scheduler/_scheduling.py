@@ -57,6 +57,9 @@ class Scheduler:
         self.checks_predicates = False  # an RM that checks predicates gets no reservations
         self._reserved = partition.reservations.by_node  # the same dict, read on every pass
         self._root = partition.root
+        # A member of a Strict permit gang failed: the walk stops there, the group rolls
+        # back (``PermitGangs.after_propose``) and the pass walks again with its room free.
+        self._walk_stopped = False
 
     # ========================================================================== the pass
     def schedule(self, limit: int = 10_000) -> int:
@@ -80,7 +83,12 @@ class Scheduler:
         while made < limit:
             proposal = self.propose(skip, no_node)
             if permits is not None:
-                permits.after_propose()  # Strict groups a member of which failed go back
+                # A Strict group a member of which failed goes back; the walk that stopped
+                # there starts again, with what the group held free.
+                if permits.after_propose():
+                    skip, no_node = set(), set()
+                if proposal is None and self._walk_stopped:
+                    continue
             if proposal is None:
                 if permits is not None and permits.resolve_deadlock():
                     p.schedule_pending = True  # another pass, with the room given back
@@ -114,20 +122,25 @@ class Scheduler:
         permits = p.permits if p.permits else None
         if permits is not None:
             permits.begin_pass()
-        proposal = self.propose(skip)
-        while (
-            proposal is not None
-            and proposal.replace is not None
-            and not fits(proposal.ask.resource, proposal.replace.resource)
-        ):
-            if not self._replace(proposal):
-                skip.add(id(proposal.ask))
+        while True:
             proposal = self.propose(skip)
-        if permits is not None:
-            permits.after_propose()
+            while (
+                proposal is not None
+                and proposal.replace is not None
+                and not fits(proposal.ask.resource, proposal.replace.resource)
+            ):
+                if not self._replace(proposal):
+                    skip.add(id(proposal.ask))
+                proposal = self.propose(skip)
+            if permits is None:
+                return proposal
+            if permits.after_propose():
+                skip = set()
+            if proposal is None and self._walk_stopped:
+                continue  # a Strict group rolled back where the walk stopped: again
             if proposal is None and permits.resolve_deadlock():
                 p.schedule_pending = True
-        return proposal
+            return proposal
 
     def predicates_checked(self, proposal: Proposal, allowed: bool) -> Allocation | None:
         """The RM's answer for ``proposal``: commit it (a replacement starts its handshake),
@@ -155,6 +168,7 @@ class Scheduler:
         ``skip`` (ask ids) and ``no_node`` (ask sizes no node has room for) carry what a
         pass already learned; they are filled in as asks fail.
         """
+        self._walk_stopped = False
         if not self._root.pending:
             return None
         p = self.partition
@@ -164,8 +178,10 @@ class Scheduler:
             proposal = self._propose_reserved(skip, no_node)
             if proposal is not None:
                 return proposal
-        if not p.index and not self._free_placeholders():
-            return None  # no free node; a replacement needs none, though
+        if not p.index and not self._free_placeholders() and not p.permits.holding():
+            # No free node; a replacement needs none, though, and a permit member that
+            # finds none must be reported (a Strict group holding members rolls back).
+            return None
         return self._propose_in(self._root, skip, no_node)
 
     def _free_placeholders(self) -> bool:
@@ -182,7 +198,7 @@ class Scheduler:
                 proposal = self._propose_in_leaf(child, skip, no_node)
             else:
                 proposal = self._propose_in(child, skip, no_node)
-            if proposal is not None:
+            if proposal is not None or self._walk_stopped:
                 return proposal
         return None
 
@@ -222,7 +238,7 @@ class Scheduler:
                         proposal = self._propose_member(
                             app, ask, gang, queue, charge, skip, no_node
                         )
-                        if proposal is not None:
+                        if proposal is not None or self._walk_stopped:
                             return proposal
                         continue
                 if ask.task_group_name and app.task_groups and not ask.placeholder:
@@ -284,10 +300,10 @@ class Scheduler:
             return None
         res = ask.resource
         if queue.limited_chain and not queue.headroom_fits(res):
-            permits.member_failed(gang, app, ask, "quota", queue.blocking_queue(res))
+            self._member_failed(gang, app, ask, "quota", queue.blocking_queue(res))
             return None
         if charge is not None and not charge.fits(res):
-            permits.member_failed(gang, app, ask, "limit")
+            self._member_failed(gang, app, ask, "limit")
             return None
         node: Node | None
         if ask.required_node:
@@ -304,10 +320,16 @@ class Scheduler:
                 if node is None:
                     no_node.add(size)
         if node is None:
-            permits.member_failed(gang, app, ask, "node")
+            self._member_failed(gang, app, ask, "node")
             return None
         skip.discard(id(ask))
         return Proposal(app, ask, node)
+
+    def _member_failed(
+        self, gang: Gang, app: Application, ask: Ask, kind: str, where: Queue | None = None
+    ) -> None:
+        if self.partition.permits.member_failed(gang, app, ask, kind, where):
+            self._walk_stopped = True  # a Strict group rolls back: walk again after it
 
     def _required_node(self, ask: Ask) -> Node | None:
         node = self.partition.nodes.get(ask.required_node)

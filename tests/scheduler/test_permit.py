@@ -606,3 +606,19 @@ async def test_a_timed_out_gang_is_forgotten_after_three_days(s: Scenario) -> No
     await s.ask("app-3", "m3", count=2, tags=gang_tags("g", 2, waiting_time="1m"))
     assert {r.allocation_key for r in s.rm.rejected_asks} == {"m1", "m2"}
     assert [a.allocation_key for a in s.allocations()] == ["m3", "m3"]
+
+
+async def test_a_satisfied_gang_stays_satisfied_after_its_application_completed(
+    s: Scenario,
+) -> None:
+    await s.add_nodes("n1")
+    await s.submit("first")
+    await s.ask("first", "a", count=2, tags=gang_tags("g", 2))
+    await s.release(*s.allocations("first"))
+    await s.remove("first")  # done: the gang's only application is gone
+    await s.advance(60)
+    await s.submit("second")
+    await s.ask("second", "b", tags=gang_tags("g", 2))  # a late member: a normal ask
+    assert [a.allocation_key for a in new_allocations(s)[-1]] == ["b"]
+    view = await gang_view(s, "second", "default/g")
+    assert view["satisfied"] and view["bound"] == 3
