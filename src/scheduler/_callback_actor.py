@@ -43,11 +43,16 @@ class CallbackActor(Actor):
         self.callback = callback
         self.events = events  # the core's event log: every event this RM is sent, in order
         self.calls = 0
+        self.paused = False  # the RM lost its connection: its callback has nowhere to go
+        self.dropped = 0  # callback calls not made while paused
 
     async def receive_batch(self, messages: list[object]) -> None:
         for kind, payload in _merge(messages):
             if kind == "event" and self.events is not None:
                 self.events.extend(payload)  # in the order the RM gets them, even if it raises
+            if self.paused:
+                self._drop(_METHOD_OF[kind])
+                continue
             method: Callable[[Any], Awaitable[Any]] = getattr(self.callback, _METHOD_OF[kind])
             self.calls += 1
             try:
@@ -65,6 +70,9 @@ class CallbackActor(Actor):
                 node_id=message.node_id,
                 allocate=message.allocate,
             )
+            if self.paused:
+                self._drop("predicates")
+                return False  # nobody to ask: the node is refused
             try:
                 return bool(await self.callback.predicates(args))
             except Exception:
@@ -74,6 +82,17 @@ class CallbackActor(Actor):
             await self.receive_batch([message])
             return None
         raise SchedulerError(f"RM {self.rm_id} callback: unexpected {message!r}")
+
+    def _drop(self, method: str) -> None:
+        """A call the Paused RM does not get: counted, the first one logged."""
+        if not self.dropped:
+            logger.bind(rm_id=self.rm_id).warning(
+                "resource manager {} is Paused: {} and what follows are dropped until it "
+                "registers again or is Stopped",
+                self.rm_id,
+                method,
+            )
+        self.dropped += 1
 
 
 def _merge(messages: list[object]) -> list[tuple[str, Any]]:

@@ -157,7 +157,7 @@ def serve(
         typer.Option(
             metavar="ADDRESS",
             help="Where RMs connect with scheduler.client: tcp://host:port (port 0: a free "
-            "one) or unix:///path.",
+            "one; tls://host:port with --tls-cert) or unix:///path.",
         ),
     ] = "tcp://127.0.0.1:9091",
     http: Annotated[
@@ -185,6 +185,25 @@ def serve(
             show_default=False,
         ),
     ] = "",
+    tls_cert: Annotated[
+        Path | None,
+        typer.Option(
+            "--tls-cert",
+            metavar="FILE",
+            help="A PEM certificate (chain) for the daemon; with --tls-key, every listener "
+            "serves TLS: native tls://, HTTP https://, gRPC grpcs://.",
+            show_default=False,
+        ),
+    ] = None,
+    tls_key: Annotated[
+        Path | None,
+        typer.Option(
+            "--tls-key",
+            metavar="FILE",
+            help="The PEM private key of --tls-cert.",
+            show_default=False,
+        ),
+    ] = None,
     max_frame: Annotated[
         int, typer.Option(min=1024, metavar="BYTES", help="The largest frame an RM may send.")
     ] = Limits().max_frame,
@@ -211,6 +230,17 @@ def serve(
             help="How long SIGTERM/SIGINT waits for RMs' calls in flight.",
         ),
     ] = 10.0,
+    rm_timeout: Annotated[
+        float,
+        typer.Option(
+            "--rm-timeout",
+            min=0.0,
+            metavar="SECONDS",
+            help="How long an RM that lost its connection stays Paused (its state kept, "
+            "its partitions its own) before it is Stopped and its state dropped, unless "
+            "it registers again.",
+        ),
+    ] = 60.0,
     log_json: Annotated[
         bool, typer.Option("--log-json", help="Log one JSON object a line.")
     ] = False,
@@ -229,7 +259,10 @@ def serve(
         http=http,
         grpc=grpc,
         token=token,
+        tls_cert=tls_cert,
+        tls_key=tls_key,
         grace=grace,
+        rm_timeout=rm_timeout,
         limits=Limits(
             max_frame=max_frame, max_asks=max_asks, max_id=max_id, max_backlog=max_backlog
         ),

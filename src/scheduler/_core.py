@@ -10,7 +10,7 @@ from typing import Any
 
 from loguru import logger
 
-from actors import ActorDeadError, ActorRef, ActorSystem, Clock, SystemClock
+from actors import Actor, ActorDeadError, ActorRef, ActorSystem, Clock, SystemClock, TimerHandle
 from scheduler import si
 from scheduler._callback import ResourceManagerCallback
 from scheduler._callback_actor import CallbackActor
@@ -23,7 +23,15 @@ from scheduler._proxy import RMProxy, RMRecord, check_rm_id
 from scheduler._timeouts import Timeouts
 from scheduler._views import config_info
 
-__all__ = ["Core", "start_scheduler"]
+__all__ = ["PAUSED", "RUNNING", "STOPPED", "Core", "start_scheduler"]
+
+# The states of a registered RM, the spec's names ("Status of RM in scheduler": init ->
+# Running on registration, Running -> Paused on connection loss, Paused -> Stopped on
+# timeout).
+RUNNING = "Running"
+PAUSED = "Paused"
+STOPPED = "Stopped"
+_STOPPED_KEPT = 1000  # Stopped RMs remembered for get_resource_managers()
 
 _CALLBACK_METHODS = (
     "update_allocation",
@@ -55,14 +63,50 @@ def _check_callback(callback: object) -> None:
 
 
 class _Registration:
-    """An RM's actors: its callback actor and one partition actor per partition."""
+    """An RM's actors: its callback actor and one partition actor per partition; its
+    state (``RUNNING`` or ``PAUSED``), since when, and a Paused RM's timeout."""
 
     def __init__(
-        self, record: RMRecord, actors: dict[str, PartitionActor], config: SchedulerConfig
+        self,
+        record: RMRecord,
+        actors: dict[str, PartitionActor],
+        config: SchedulerConfig,
+        callback: CallbackActor | None = None,
+        since: float = 0.0,
     ) -> None:
         self.record = record
         self.actors = actors
         self.config = config
+        self.callback = callback
+        self.state = RUNNING
+        self.since = since
+        self.timer: TimerHandle | None = None
+
+    @property
+    def dropped(self) -> int:
+        return self.callback.dropped if self.callback is not None else 0
+
+
+class _RMTimeout:
+    """A Paused RM's time is up (unless it registered again since)."""
+
+    __slots__ = ("reg", "rm_id")
+
+    def __init__(self, rm_id: str, reg: _Registration) -> None:
+        self.rm_id = rm_id
+        self.reg = reg
+
+
+class _Lifecycle(Actor):
+    """Hears the core's RM timeouts on the actor system's clock, and stops the RM."""
+
+    def __init__(self, core: Core) -> None:
+        self.core = core
+
+    def receive(self, message: object) -> object:
+        if isinstance(message, _RMTimeout):
+            self.core._rm_timed_out(message.rm_id, message.reg)
+        return None
 
 
 class Core:
@@ -95,6 +139,8 @@ class Core:
         self._predicates: dict[str, bool] = {}
         self._outstanding: dict[str, bool] = {}
         self._generation = 0
+        self._stopped: dict[str, dict[str, Any]] = {}  # the latest Stopped RMs, by id
+        self._lifecycle: ActorRef | None = None
 
     @property
     def clock(self) -> Clock:
@@ -115,6 +161,12 @@ class Core:
     ) -> si.RegisterResourceManagerResponse:
         """Register an RM; registering an ``rm_id`` again drops all state of that RM.
 
+        The RM is then ``Running``. Registering again, Running or ``Paused`` (see
+        ``rm_disconnected``), drops its state as the spec says ("If RM register with the
+        same ID, all previous scheduling state in memory will be cleaned up, and expect RM
+        report full scheduling state after registration") and cancels a Paused RM's
+        timeout; a ``Stopped`` RM registers as a new one.
+
         Raises:
             SchedulerError: malformed request, a callback that is a class or lacks the SI
                 coroutine methods, invalid configuration, or a partition another RM already
@@ -132,14 +184,26 @@ class Core:
                 continue
             taken = {p.name for p in config.partitions} & set(reg.actors)
             if taken:
+                paused = (
+                    f" (Paused: Stopped {self.timeouts.rm_paused:g}s after it lost its "
+                    "connection, unless it registers again)"
+                    if reg.state == PAUSED
+                    else ""
+                )
+                name = sorted(taken)[0]
                 raise SchedulerError(
-                    f"partition {sorted(taken)[0]!r} belongs to resource manager {other!r}"
+                    f"partition {name!r} belongs to resource manager {other!r}{paused}"
                 )
         old = self._registrations.pop(rm_id, None)
         if old is not None:
-            logger.bind(rm_id=rm_id).info("resource manager registers again: state dropped")
+            logger.bind(rm_id=rm_id).info(
+                "resource manager registers again ({}{}): state dropped",
+                old.state,
+                f", {old.dropped} callback calls dropped while Paused" if old.dropped else "",
+            )
             self.proxy.rms.pop(rm_id, None)
             await self._teardown(old)
+        self._stopped.pop(rm_id, None)
         self._registrations[rm_id] = self._start_rm(rm_id, callback, config)
         logger.bind(rm_id=rm_id).info(
             "resource manager registered with partitions {}", [p.name for p in config.partitions]
@@ -151,9 +215,8 @@ class Core:
     ) -> _Registration:
         self._generation += 1
         gen = self._generation
-        callback_ref = self.system.spawn(
-            CallbackActor(rm_id, callback, self._events), name=f"rm:{rm_id}#{gen}/callback"
-        )
+        callback_actor = CallbackActor(rm_id, callback, self._events)
+        callback_ref = self.system.spawn(callback_actor, name=f"rm:{rm_id}#{gen}/callback")
         self._predicates[rm_id] = _overrides(callback, "predicates")
         self._outstanding[rm_id] = _overrides(callback, "update_container_scheduling_state")
         record = RMRecord(rm_id, callback_ref)
@@ -161,7 +224,7 @@ class Core:
         for pconf in config.partitions:
             actors[pconf.name] = self._spawn_partition(record, gen, pconf)
         self.proxy.rms[rm_id] = record
-        return _Registration(record, actors, config)
+        return _Registration(record, actors, config, callback_actor, self.clock.now())
 
     def _spawn_partition(self, record: RMRecord, gen: int, pconf: Any) -> PartitionActor:
         rm_id = record.rm_id
@@ -184,11 +247,92 @@ class Core:
         return actor
 
     async def _teardown(self, reg: _Registration) -> None:
+        self._stop_actors(reg)
+
+    def _stop_actors(self, reg: _Registration) -> None:
+        if reg.timer is not None:
+            reg.timer.cancel()
+            reg.timer = None
         for actor in reg.actors.values():
             if actor.actor_ref.alive:
                 actor.actor_ref.stop()  # its queue and application actors stop with it
         if reg.record.callback.alive:
             reg.record.callback.stop()
+
+    # ========================================================================= lifecycle
+    def rm_disconnected(self, rm_id: str, callback: object = None) -> bool:
+        """The connection of a registered RM is lost (a transport calls this): the RM is
+        ``Paused``, and ``Stopped`` after ``timeouts.rm_paused`` seconds of the core's
+        clock unless it registers again. Returns whether it was paused.
+
+        While Paused the core keeps its state and keeps scheduling, but the RM's callback
+        has nowhere to go: its calls are dropped and counted (``droppedCallbacks`` in
+        ``get_resource_managers``; the first one is logged), predicates refuse the node,
+        and events still go to ``events``. Its partitions stay its own. When Stopped, its
+        partitions, queues, applications and nodes are dropped, as a registration again
+        drops them, and its id and partitions are free.
+
+        Args:
+            rm_id: the RM whose connection is lost.
+            callback: the callback the transport registered it with; when given, an RM
+                registered since with another callback (over a new connection) is left
+                alone.
+        """
+        reg = self._registrations.get(rm_id)
+        if reg is None or reg.state != RUNNING:
+            return False
+        if (
+            callback is not None
+            and reg.callback is not None
+            and reg.callback.callback is not callback
+        ):
+            return False
+        reg.state = PAUSED
+        reg.since = self.clock.now()
+        if reg.callback is not None:
+            reg.callback.paused = True
+        if self._lifecycle is None or not self._lifecycle.alive:
+            self._lifecycle = self.system.spawn(_Lifecycle(self), name="core/rm-lifecycle")
+        reg.timer = self.system.timers.after(
+            self.timeouts.rm_paused, _RMTimeout(rm_id, reg), to=self._lifecycle
+        )
+        logger.bind(rm_id=rm_id).warning(
+            "resource manager {} lost its connection: Paused, Stopped in {:g}s unless it "
+            "registers again",
+            rm_id,
+            self.timeouts.rm_paused,
+        )
+        return True
+
+    def _rm_timed_out(self, rm_id: str, reg: _Registration) -> None:
+        if self._registrations.get(rm_id) is not reg or reg.state != PAUSED:
+            return  # registered again since
+        del self._registrations[rm_id]
+        reg.timer = None
+        self.proxy.rms.pop(rm_id, None)
+        self._predicates.pop(rm_id, None)
+        self._outstanding.pop(rm_id, None)
+        self._stop_actors(reg)
+        now = self.clock.now()
+        self._stopped.pop(rm_id, None)
+        self._stopped[rm_id] = {
+            "rmID": rm_id,
+            "state": STOPPED,
+            "since": int(now * 1e9),
+            "partitions": sorted(reg.actors),
+            "droppedCallbacks": reg.dropped,
+        }
+        while len(self._stopped) > _STOPPED_KEPT:
+            del self._stopped[next(iter(self._stopped))]
+        logger.bind(rm_id=rm_id).warning(
+            "resource manager {} Stopped: no registration {:g}s after it lost its connection;"
+            " its partitions {} and their state dropped ({} callback calls dropped while "
+            "Paused)",
+            rm_id,
+            self.timeouts.rm_paused,
+            sorted(reg.actors),
+            reg.dropped,
+        )
 
     # ============================================================================ updates
     async def update_node(self, request: si.NodeRequest) -> None:
@@ -330,8 +474,30 @@ class Core:
         """
         return {rm_id: config_info(reg.config) for rm_id, reg in self._registrations.items()}
 
+    async def get_resource_managers(self) -> list[dict[str, Any]]:
+        """Every RM the core knows, by id: ``rmID``, ``state`` (``Running``, ``Paused``
+        or ``Stopped``, the spec's names), ``since`` (when it entered that state, in
+        nanoseconds of the core's clock, as ``state_dump``'s ``timestamp``), its
+        ``partitions``, ``droppedCallbacks`` (callback calls it did not get while
+        Paused), and for a Paused RM ``stopsAt``. The latest 1000 Stopped RMs are kept.
+        """
+        out: dict[str, dict[str, Any]] = dict(self._stopped)
+        for rm_id, reg in self._registrations.items():
+            info: dict[str, Any] = {
+                "rmID": rm_id,
+                "state": reg.state,
+                "since": int(reg.since * 1e9),
+                "partitions": sorted(reg.actors),
+                "droppedCallbacks": reg.dropped,
+            }
+            if reg.state == PAUSED and reg.timer is not None:
+                info["stopsAt"] = int(reg.timer.due * 1e9)
+            out[rm_id] = info
+        return [dict(out[rm_id]) for rm_id in sorted(out)]
+
     async def state_dump(self) -> dict[str, Any]:
-        """Every partition, queue, application and node in one JSON-able document."""
+        """Every partition, queue, application and node in one JSON-able document;
+        ``resourceManagerStates`` is ``get_resource_managers()``."""
         partitions = []
         for reg in self._registrations.values():
             for ref in reg.record.partitions.values():
@@ -339,6 +505,7 @@ class Core:
         return {
             "timestamp": int(self.clock.now() * 1e9),
             "resourceManagers": sorted(self._registrations),
+            "resourceManagerStates": await self.get_resource_managers(),
             "partitions": partitions,
             "actors": {name: _stats(s) for name, s in self.system.stats().items()},
         }

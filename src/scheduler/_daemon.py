@@ -37,6 +37,8 @@ from scheduler._core import start_scheduler
 from scheduler._errors import ConfigError, SchedulerError
 from scheduler._native import Limits, NativeServer
 from scheduler._rest import make_app
+from scheduler._timeouts import Timeouts
+from scheduler._tls import QuietTLSListener, ServerTLS, load_server_tls
 
 __all__ = ["DaemonOptions", "run_daemon"]
 
@@ -52,8 +54,11 @@ class DaemonOptions:
     http: str = "127.0.0.1:9080"
     grpc: str = "127.0.0.1:9090"  # host:port of the SI gRPC service; "" serves none
     token: str = ""
+    tls_cert: Path | None = None  # with tls_key: TLS on every listener (scheduler._tls)
+    tls_key: Path | None = None
     watch_interval: float = 1.0  # seconds between looks at the configuration file
     grace: float = 10.0  # seconds a shutdown waits for RMs to be answered
+    rm_timeout: float = 60.0  # seconds an RM that lost its connection stays Paused
     limits: Limits = field(default_factory=Limits)
 
 
@@ -72,20 +77,34 @@ async def run_daemon(
     config_text = ""
     if options.config is not None:
         config_text = _read_config(options.config)
-    async with start_scheduler() as core:
+    tls = load_server_tls(options.tls_cert, options.tls_key)
+    timeouts = Timeouts()
+    timeouts.rm_paused = options.rm_timeout  # Paused -> Stopped (Core.rm_disconnected)
+    async with start_scheduler(timeouts=timeouts) as core:
         server = NativeServer(core, token=options.token, limits=options.limits)
         server.config = config_text
-        listener, address = await _listen(options.native)
+        listener, address = await _listen(options.native, tls)
         http_socket, http_address = _bind_http(options.http)
+        if tls is not None:
+            http_address = "https" + http_address.removeprefix("http")
         addresses = {"http": http_address, "native": address}
         grpc_server = None
         if options.grpc:
             from scheduler._grpc import GrpcServer  # grpc loads only when served
 
             grpc_server = GrpcServer(server)
-            addresses["grpc"] = await grpc_server.start(options.grpc)
+            addresses["grpc"] = await grpc_server.start(
+                options.grpc, tls=None if tls is None else (tls.cert_pem, tls.key_pem)
+            )
         http = _HttpServer(
-            uvicorn.Config(make_app(core), log_config=None, access_log=False, lifespan="off")
+            uvicorn.Config(
+                make_app(core),
+                log_config=None,
+                access_log=False,
+                lifespan="off",
+                ssl_certfile=None if tls is None else tls.cert,
+                ssl_keyfile=None if tls is None else tls.key,
+            )
         )
         for kind, where in addresses.items():
             print(f"{kind} {where}", file=out, flush=True)
@@ -171,18 +190,27 @@ def _read_config(path: Path) -> str:
     return text
 
 
-async def _listen(address: str) -> tuple[Listener[Any], str]:
+async def _listen(address: str, tls: ServerTLS | None = None) -> tuple[Listener[Any], str]:
     """A listener on ``tcp://host:port`` (port 0: a free one) or ``unix:///path``, and
-    the address it is bound to."""
+    the address it is bound to. With ``tls``, a TCP listener serves TLS and its address
+    is ``tls://host:port`` (``--native tls://...`` says the same); a Unix socket stays
+    plain."""
     parts = urlsplit(address)
-    if parts.scheme == "tcp":
+    if parts.scheme == "tls" and tls is None:
+        raise SchedulerError(f"--native {address!r}: tls:// needs --tls-cert and --tls-key")
+    if parts.scheme in ("tcp", "tls"):
         if not parts.hostname or parts.port is None:
-            raise SchedulerError(f"--native {address!r}: say tcp://host:port")
-        listener = await anyio.create_tcp_listener(local_host=parts.hostname, local_port=parts.port)
-        bound: Any = listener.extra(SocketAttribute.local_address)
+            raise SchedulerError(f"--native {address!r}: say {parts.scheme}://host:port")
+        tcp = await anyio.create_tcp_listener(local_host=parts.hostname, local_port=parts.port)
+        bound: Any = tcp.extra(SocketAttribute.local_address)
         host, port = bound[0], bound[1]
         shown = f"[{host}]" if ":" in str(host) else host
-        return listener, f"tcp://{shown}:{port}"
+        if tls is None:
+            return tcp, f"tcp://{shown}:{port}"
+        listener = QuietTLSListener(
+            tcp, tls.context, standard_compatible=False, handshake_timeout=10.0
+        )
+        return listener, f"tls://{shown}:{port}"
     if parts.scheme == "unix":
         if not parts.path:
             raise SchedulerError(f"--native {address!r}: say unix:///path/to/socket")
@@ -190,7 +218,7 @@ async def _listen(address: str) -> tuple[Listener[Any], str]:
         if path.is_socket():
             path.unlink()  # left behind by a daemon that did not stop cleanly
         return await anyio.create_unix_listener(path), f"unix://{path}"
-    raise SchedulerError(f"--native {address!r}: the scheme must be tcp:// or unix://")
+    raise SchedulerError(f"--native {address!r}: the scheme must be tcp://, tls:// or unix://")
 
 
 async def _watch(server: NativeServer, path: Path, interval: float, current: str) -> None:
@@ -212,7 +240,9 @@ async def _watch(server: NativeServer, path: Path, interval: float, current: str
             _log.error("configuration {} is invalid, the old one stays: {}", path, exc)
             continue
         server.config = text
-        for rm_id in sorted(server.rm_ids):
+        known = await server.core.get_resource_managers()
+        registered = {rm["rmID"] for rm in known if rm["state"] != "Stopped"}
+        for rm_id in sorted(server.rm_ids & registered):  # a Stopped RM is not registered
             try:
                 await server.core.update_configuration(
                     si.UpdateConfigurationRequest(rm_id=rm_id, config=text)

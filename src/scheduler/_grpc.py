@@ -57,6 +57,7 @@ _QUERIES: dict[str, int] = {
     "get_user_usage": 1,
     "get_group_usage": 1,
     "state_dump": 0,
+    "get_resource_managers": 0,
 }
 _CALLBACKS = frozenset(
     (
@@ -116,8 +117,9 @@ class GrpcServer:
         self._closing = ""
         self._server: grpc.aio.Server | None = None
 
-    async def start(self, address: str) -> str:
-        """Listen on ``host:port`` (port 0: a free one); returns ``grpc://host:port``."""
+    async def start(self, address: str, *, tls: tuple[bytes, bytes] | None = None) -> str:
+        """Listen on ``host:port`` (port 0: a free one); returns ``grpc://host:port``, or
+        with ``tls`` (a PEM certificate chain and its key) ``grpcs://host:port``."""
         host, sep, port_text = address.rpartition(":")
         if not sep or not host or not port_text.isdigit():
             raise SchedulerError(f"--grpc {address!r}: say host:port, e.g. 127.0.0.1:9090")
@@ -131,14 +133,19 @@ class GrpcServer:
         )
         server.add_generic_rpc_handlers(self._handlers())
         try:
-            port = server.add_insecure_port(address)
+            if tls is None:
+                port = server.add_insecure_port(address)
+            else:
+                cert_pem, key_pem = tls
+                credentials = grpc.ssl_server_credentials([(key_pem, cert_pem)])
+                port = server.add_secure_port(address, credentials)
         except RuntimeError as exc:
             raise OSError(98, f"cannot bind {address}: {exc}") from None
         if port == 0:
             raise OSError(98, f"cannot bind {address}")
         await server.start()
         self._server = server
-        return f"grpc://{host}:{port}"
+        return f"{'grpc' if tls is None else 'grpcs'}://{host}:{port}"
 
     async def shut_down(self, reason: str, grace: float) -> None:
         """No more calls; those taken are answered; every RM hears goodbye with ``reason``;
@@ -383,6 +390,7 @@ class GrpcSession:
         self.peer = peer
         self.plain = plain  # no session stream: acks and extension callbacks have nowhere to go
         self.rm_id = ""
+        self._callback: ResourceManagerCallback | None = None  # registered with the core
         self.limits = server.limits
         self.pushed = 0  # messages queued for the RM that it counts (not acks)
         self.backlog = 0
@@ -502,6 +510,10 @@ class GrpcSession:
         while True:
             item = await self._calls.get()
             if item is None:
+                if self.rm_id and self.closing and not self.draining:
+                    # the calls taken have run; no goodbye of a daemon that stops: the RM
+                    # is Paused (Core.rm_disconnected)
+                    self.server.core.rm_disconnected(self.rm_id, self._callback)
                 return
             run, reply = item
             try:
@@ -552,8 +564,10 @@ class GrpcSession:
         else:
             named = metadata.get(CALLBACKS_KEY, "")
             overrides = {m for m in named.split(",") if m in _CALLBACKS}
-        await self.server.core.register_resource_manager(request, _stand_in(self, overrides))
+        callback = _stand_in(self, overrides)
+        await self.server.core.register_resource_manager(request, callback)
         self.rm_id = request.rm_id
+        self._callback = callback
         native.rm_ids.add(request.rm_id)
         self.log = self.log.bind(rm_id=self.rm_id)
         self.log.info("resource manager {} registered from {} over gRPC", self.rm_id, self.peer)

@@ -34,6 +34,7 @@ from scheduler._core import _check_callback, _overrides
 from scheduler._errors import ConfigError, NotFoundError, SchedulerError
 from scheduler._grpc import CALLBACKS_KEY, ERROR_KEY, SESSION_KEY, TOKEN_KEY
 from scheduler._grpc_codec import from_proto_of, to_proto_of
+from scheduler._tls import TLSArg, read_ca
 from scheduler._wire import MAX_FRAME
 from scheduler.client import RemoteCore
 
@@ -78,21 +79,31 @@ _from_predicates = from_proto_of(si.PredicatesArgs)
 
 @contextlib.asynccontextmanager
 async def connect_grpc(
-    target: str, *, token: str = "", max_frame: int = MAX_FRAME, timeout: float = 30.0
+    target: str,
+    *,
+    token: str = "",
+    max_frame: int = MAX_FRAME,
+    timeout: float = 30.0,
+    tls: TLSArg = None,
 ) -> AsyncIterator[GrpcRemoteCore]:
-    """Connect to a daemon's ``--grpc`` address ``grpc://host:port``; leaving the block
+    """Connect to a daemon's ``--grpc`` address ``grpc://host:port`` (``grpcs://`` with
+    TLS, trusting the CA file ``tls`` or the system's trust store); leaving the block
     closes the connection. Raises as ``scheduler.client.connect`` does."""
     parts = urlsplit(target)
-    if parts.scheme != "grpc" or not parts.hostname or parts.port is None:
-        raise SchedulerError(f"target {target!r}: say grpc://host:port")
+    if parts.scheme not in ("grpc", "grpcs") or not parts.hostname or parts.port is None:
+        raise SchedulerError(f"target {target!r}: say grpc://host:port (or grpcs://)")
     host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
-    channel = grpc.aio.insecure_channel(
-        f"{host}:{parts.port}",
-        options=[
-            ("grpc.max_receive_message_length", max_frame),
-            ("grpc.max_send_message_length", -1),
-        ],
-    )
+    options = [
+        ("grpc.max_receive_message_length", max_frame),
+        ("grpc.max_send_message_length", -1),
+    ]
+    if parts.scheme == "grpcs":
+        credentials = grpc.ssl_channel_credentials(root_certificates=read_ca(tls, target))
+        channel = grpc.aio.secure_channel(f"{host}:{parts.port}", credentials, options=options)
+    elif tls is not None:
+        raise SchedulerError(f"target {target!r}: tls= is for grpcs:// targets")
+    else:
+        channel = grpc.aio.insecure_channel(f"{host}:{parts.port}", options=options)
     remote = GrpcRemoteCore(channel, target, token)
     try:
         await remote._open(timeout)
@@ -234,6 +245,10 @@ class GrpcRemoteCore(RemoteCore):
         result: dict[str, Any] = await self._query("state_dump")
         return result
 
+    async def get_resource_managers(self) -> list[dict[str, Any]]:
+        result: list[dict[str, Any]] = await self._query("get_resource_managers")
+        return result
+
     async def _query(self, method: str, *args: str) -> Any:
         for arg in args:
             if not isinstance(arg, str):
@@ -302,7 +317,13 @@ class GrpcRemoteCore(RemoteCore):
             session.cancel()
             raise ConnectionError(f"{self.target}: no welcome within {timeout:g}s") from None
         except grpc.aio.AioRpcError as exc:
-            raise ConnectionError(f"{self.target}: {exc.details() or exc.code().name}") from None
+            # A hello written while the daemon refuses the call (a wrong token, say) fails
+            # with gRPC's own INTERNAL; the call's final status says why.
+            status, details = exc.code(), exc.details()
+            if status == grpc.StatusCode.INTERNAL:
+                with contextlib.suppress(Exception):
+                    status, details = await session.code(), await session.details()
+            raise ConnectionError(f"{self.target}: {details or status.name}") from None
         if welcome is _EOF or welcome.WhichOneof("kind") != "welcome":
             status = await session.code()
             details = await session.details()

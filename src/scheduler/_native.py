@@ -71,6 +71,7 @@ _QUERIES: dict[str, int] = {
     "get_user_usage": 1,
     "get_group_usage": 1,
     "state_dump": 0,
+    "get_resource_managers": 0,
 }
 
 
@@ -149,11 +150,13 @@ class Session:
         self._farewell = ""  # said after the last answer (a graceful shutdown)
         self._scope: anyio.CancelScope | None = None
         self.rm_id = ""
+        self._callback: ResourceManagerCallback | None = None  # registered with the core
         self.peer = _peer(stream)
         self.log = _log.bind(peer=self.peer)
 
     # ============================================================================ run
     async def run(self) -> None:
+        lost = True  # the RM's connection is lost, unless the daemon stops
         try:
             async with anyio.create_task_group() as tg:
                 self._scope = tg.cancel_scope
@@ -164,6 +167,7 @@ class Session:
                     self._queue(encode(Goodbye(message=self._farewell)), force=True)
                 self._end_output()  # the writer sends what is queued, then the session ends
         except anyio.get_cancelled_exc_class():
+            lost = False
             raise
         except Exception:
             self.log.exception("session of {} failed", self.peer)
@@ -171,6 +175,9 @@ class Session:
             for event in self._replies.values():
                 event.set()  # predicates waiting for this RM: refused
             self.close_queues()
+            if lost and self.rm_id and not self._farewell:
+                # no goodbye of a daemon that stops: the RM is Paused (Core.rm_disconnected)
+                self.server.core.rm_disconnected(self.rm_id, self._callback)
             with anyio.CancelScope(shield=True), anyio.move_on_after(1):
                 await self.stream.aclose()
 
@@ -348,10 +355,10 @@ class Session:
         if not request.config and self.server.config:
             request.config = self.server.config
         overrides = set(call.overrides)
-        response = await self.server.core.register_resource_manager(
-            request, _stand_in(self, overrides)
-        )
+        callback = _stand_in(self, overrides)
+        response = await self.server.core.register_resource_manager(request, callback)
         self.rm_id = request.rm_id
+        self._callback = callback
         self.server.rm_ids.add(request.rm_id)
         self.log = self.log.bind(rm_id=self.rm_id)
         self.log.info("resource manager {} registered from {}", self.rm_id, self.peer)

@@ -4,7 +4,7 @@ YuniKorn's field names. A test holds it against the routes and every answer."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 from scheduler._application import TERMINAL_STATES, AppState
@@ -302,15 +302,24 @@ _PARAMETERS: Final = {
     "state": "active (not terminated), rejected, or completed (terminated otherwise).",
 }
 _QUERIES: Final = {
-    "status": ("An active application's state, lower case.", list(ACTIVE_STATUSES)),
+    "status": ("An active application's state, in any case.", list(ACTIVE_STATUSES)),
     "subtree": ("Present: the queue's children are included.", None),
     "rm": ("The resource manager whose configuration to show.", None),
 }
+
+
+def _any_case(words: Iterable[str]) -> str:
+    """A pattern for ``words`` in any case: the handlers lower-case these values, as
+    YuniKorn's do (``Active`` is ``active``), and the document must not call that invalid."""
+    alternatives = ("".join(f"[{c.upper()}{c}]" if c.isalpha() else c for c in w) for w in words)
+    return "^(" + "|".join(alternatives) + ")$"
+
+
 # What the handlers accept of a path parameter, where it is not any string.
 _QUEUE_NAME: Final = QUEUE_NAME_RE.pattern  # YuniKorn's, as _rest checks it
 _PATH_SCHEMAS: Final = {
     "queue": {**_STR, "pattern": f"^{_QUEUE_NAME}(\\.{_QUEUE_NAME})*$"},
-    "state": {**_STR, "enum": list(APPLICATION_STATES)},
+    "state": {**_STR, "pattern": _any_case(APPLICATION_STATES)},
 }
 # Query parameters that are non-negative integers.
 _UINT_QUERIES: Final = {
@@ -429,7 +438,7 @@ def _operation(path: str) -> dict[str, Any]:
             doc = _UINT_QUERIES[name]
         else:
             doc, enum = _QUERIES[name]
-            query_schema = {**_STR, "enum": enum} if enum else _STR
+            query_schema = {**_STR, "pattern": _any_case(enum)} if enum else _STR
         params.append({"name": name, "in": "query", "description": doc, "schema": query_schema})
     error = {"application/json": {"schema": _ref("YAPIError")}}
     responses: dict[str, Any] = {"200": {"description": "OK", "content": _content(path, schema)}}

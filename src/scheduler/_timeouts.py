@@ -24,3 +24,6 @@ class Timeouts:
     """A placeholder release waiting this long for the RM is reported overdue."""
     outstanding = 1.0
     """Pending asks are inspected for an autoscaler at most this often."""
+    rm_paused = 60.0
+    """A Paused RM (its connection lost) is Stopped, its state dropped, after this
+    (``scheduler serve --rm-timeout``)."""

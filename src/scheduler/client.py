@@ -10,10 +10,14 @@ test) runs unchanged against either::
         await core.settle()
 
 Targets: ``tcp://host:port`` or ``unix:///path`` (the native transport: SI structs as
-length-prefixed MessagePack frames). The RM's callbacks are called one at a time, in the
-order the core made them, from a task of the connection; a callback may call the core.
-``settle()`` returns once the daemon has settled and every callback it caused has run here
-(and what those callbacks sent has settled in turn).
+length-prefixed MessagePack frames), ``tls://host:port`` (the same inside TLS, for a
+daemon served with ``--tls-cert``), ``grpc://host:port`` or ``grpcs://host:port`` (the SI
+over gRPC, plain or TLS). ``tls=`` names a CA file to trust for the TLS schemes.
+
+The RM's callbacks are called one at a time, in the order the core made them, from a task
+of the connection; a callback may call the core. ``settle()`` returns once the daemon has
+settled and every callback it caused has run here (and what those callbacks sent has
+settled in turn).
 
 Errors come back as they do in-process: ``scheduler.SchedulerError`` (and its
 ``ConfigError``), ``scheduler.NotFoundError``. A connection the daemon closes, or that
@@ -26,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import ssl
 from collections.abc import AsyncIterator
 from typing import Any
 from urllib.parse import urlsplit
@@ -39,6 +44,7 @@ from scheduler import si
 from scheduler._callback import ResourceManagerCallback
 from scheduler._core import _check_callback, _overrides
 from scheduler._errors import ConfigError, NotFoundError, SchedulerError
+from scheduler._tls import TLSArg, client_context
 from scheduler._wire import (
     MAX_FRAME,
     RECEIVE_BYTES,
@@ -85,29 +91,45 @@ _log = logger.bind(transport="native")
 
 @contextlib.asynccontextmanager
 async def connect(
-    target: str, *, token: str = "", max_frame: int = MAX_FRAME, timeout: float = 30.0
+    target: str,
+    *,
+    token: str = "",
+    max_frame: int = MAX_FRAME,
+    timeout: float = 30.0,
+    tls: TLSArg = None,
 ) -> AsyncIterator[RemoteCore]:
     """Connect to a daemon; leaving the block closes the connection.
 
     Args:
         target: ``tcp://host:port`` or ``unix:///path`` (the native transport), or
-            ``grpc://host:port`` (the daemon's ``--grpc``: the SI over gRPC).
+            ``grpc://host:port`` (the daemon's ``--grpc``: the SI over gRPC); with TLS
+            (``scheduler serve --tls-cert``): ``tls://host:port`` (native) or
+            ``grpcs://host:port``.
         token: The daemon's shared token (``scheduler serve --token``), if it has one.
         max_frame: The largest frame accepted from the daemon, in bytes.
         timeout: Seconds to connect and be welcomed.
+        tls: For ``tls://`` and ``grpcs://``: a CA file (PEM) that signed the daemon's
+            certificate, trusted in place of the system's trust store (None: that store),
+            or, for ``tls://`` only, the ``ssl.SSLContext`` to connect with.
 
     Raises:
-        SchedulerError: ``target`` is not a target this client can reach.
+        SchedulerError: ``target`` is not a target this client can reach, or ``tls`` is
+            given for a target without TLS, or is not a usable CA file.
         ConnectionError: The daemon cannot be reached, or refused the connection (a wrong
-            token, a different protocol version).
+            token, a different protocol version), or its certificate is not trusted.
     """
-    if urlsplit(target).scheme == "grpc":  # the SI over gRPC: scheduler._grpc_client
+    scheme = urlsplit(target).scheme
+    if tls is not None and scheme not in ("tls", "grpcs"):
+        raise SchedulerError(f"target {target!r}: tls= is for tls:// and grpcs:// targets")
+    if scheme in ("grpc", "grpcs"):  # the SI over gRPC: scheduler._grpc_client
         from scheduler._grpc_client import connect_grpc
 
-        async with connect_grpc(target, token=token, max_frame=max_frame, timeout=timeout) as core:
+        async with connect_grpc(
+            target, token=token, max_frame=max_frame, timeout=timeout, tls=tls
+        ) as core:
             yield core
         return
-    stream = await _open(target, timeout)
+    stream = await _open(target, timeout, tls)
     remote = RemoteCore(stream, target, max_frame)
     try:
         await remote._start(token, timeout)
@@ -116,7 +138,7 @@ async def connect(
         await remote.aclose()
 
 
-async def _open(target: str, timeout: float) -> ByteStream:
+async def _open(target: str, timeout: float, tls: TLSArg = None) -> ByteStream:
     parts = urlsplit(target)
     try:
         with anyio.fail_after(timeout):
@@ -124,15 +146,31 @@ async def _open(target: str, timeout: float) -> ByteStream:
                 if not parts.hostname or parts.port is None:
                     raise SchedulerError(f"target {target!r}: say tcp://host:port")
                 return await anyio.connect_tcp(parts.hostname, parts.port)
+            if parts.scheme == "tls":
+                if not parts.hostname or parts.port is None:
+                    raise SchedulerError(f"target {target!r}: say tls://host:port")
+                return await anyio.connect_tcp(
+                    parts.hostname,
+                    parts.port,
+                    ssl_context=client_context(tls),
+                    tls_standard_compatible=False,
+                )
             if parts.scheme == "unix":
                 if not parts.path:
                     raise SchedulerError(f"target {target!r}: say unix:///path/to/socket")
                 return await anyio.connect_unix(parts.path)
     except TimeoutError:
         raise ConnectionError(f"{target}: no connection within {timeout:g}s") from None
+    except ssl.SSLError as exc:  # the certificate is not trusted, or no TLS there
+        raise ConnectionError(f"{target}: TLS failed: {exc.reason or exc}") from None
     except OSError as exc:
         raise ConnectionError(f"{target}: {exc.strerror or exc}") from None
-    raise SchedulerError(f"target {target!r}: the scheme must be tcp://, unix:// or grpc://")
+    except (anyio.EndOfStream, anyio.BrokenResourceError):  # closed during the handshake
+        raise ConnectionError(f"{target}: the daemon closed the connection (TLS)") from None
+    raise SchedulerError(
+        f"target {target!r}: the scheme must be tcp://, unix:// or grpc:// "
+        "(tls:// and grpcs:// with TLS)"
+    )
 
 
 class RemoteCore:
@@ -225,6 +263,10 @@ class RemoteCore:
 
     async def state_dump(self) -> dict[str, Any]:
         result: dict[str, Any] = await self._query("state_dump")
+        return result
+
+    async def get_resource_managers(self) -> list[dict[str, Any]]:
+        result: list[dict[str, Any]] = await self._query("get_resource_managers")
         return result
 
     async def _query(self, method: str, *args: str) -> Any:
