@@ -349,8 +349,11 @@ class GrpcServer:
         self, requests: AsyncIterator[pb.FromRM], context: grpc.aio.ServicerContext[Any, Any]
     ) -> None:
         """The extension's session stream: Hello / Welcome, acks, callbacks, goodbye."""
-        await self._check(context)
+        # The hello is read before the token is checked: refused at once, the RM's write of
+        # its hello could meet the closed call, and the RM would read gRPC's generic
+        # INTERNAL instead of UNAUTHENTICATED.
         hello = await anext(aiter(requests), None)
+        await self._check(context)
         if hello is None or hello.WhichOneof("kind") != "hello":
             await context.abort(
                 grpc.StatusCode.FAILED_PRECONDITION, "the first message must be a hello"
