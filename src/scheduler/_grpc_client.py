@@ -217,42 +217,8 @@ class GrpcRemoteCore(RemoteCore):
                 return
 
     # =========================================================================== queries
-    async def get_partitions(self) -> list[dict[str, Any]]:
-        result: list[dict[str, Any]] = await self._query("get_partitions")
-        return result
-
-    async def get_queue(self, partition: str, queue_path: str) -> dict[str, Any]:
-        result: dict[str, Any] = await self._query("get_queue", partition, queue_path)
-        return result
-
-    async def get_application(self, partition: str, application_id: str) -> dict[str, Any]:
-        result: dict[str, Any] = await self._query("get_application", partition, application_id)
-        return result
-
-    async def get_node(self, partition: str, node_id: str) -> dict[str, Any]:
-        result: dict[str, Any] = await self._query("get_node", partition, node_id)
-        return result
-
-    async def get_user_usage(self, partition: str) -> list[dict[str, Any]]:
-        result: list[dict[str, Any]] = await self._query("get_user_usage", partition)
-        return result
-
-    async def get_group_usage(self, partition: str) -> list[dict[str, Any]]:
-        result: list[dict[str, Any]] = await self._query("get_group_usage", partition)
-        return result
-
-    async def state_dump(self) -> dict[str, Any]:
-        result: dict[str, Any] = await self._query("state_dump")
-        return result
-
-    async def get_resource_managers(self) -> list[dict[str, Any]]:
-        result: list[dict[str, Any]] = await self._query("get_resource_managers")
-        return result
-
-    async def _query(self, method: str, *args: str) -> Any:
-        for arg in args:
-            if not isinstance(arg, str):
-                raise SchedulerError(f"{method}: arguments must be strings, got {arg!r}")
+    # The query methods and their argument check are RemoteCore's; only the sending differs.
+    async def _send_query(self, method: str, args: list[str]) -> Any:
         request = pb.QueryRequest(method=method, args=args)
         response: pb.QueryResponse = await self._unary(self._query_call, request, self._metadata)
         return msgspec.json.decode(response.json)

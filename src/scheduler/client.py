@@ -273,7 +273,11 @@ class RemoteCore:
         for arg in args:
             if not isinstance(arg, str):
                 raise SchedulerError(f"{method}: arguments must be strings, got {arg!r}")
-        return await self._call(QueryCall(id=0, method=method, args=list(args)))
+        return await self._send_query(method, list(args))
+
+    async def _send_query(self, method: str, args: list[str]) -> Any:
+        """One query to the daemon, over this transport (the gRPC client has its own)."""
+        return await self._call(QueryCall(id=0, method=method, args=args))
 
     # ====================================================================== plumbing
     async def _call(self, call: Any, *, changes: bool = False) -> Any:
