@@ -13,7 +13,7 @@ from typing import ClassVar
 import msgspec
 
 from scheduler import si
-from scheduler._permit import GangSpec
+from scheduler._gang_tags import GangSpec
 from scheduler._resources import Res, Size, add_into, sub, sub_into, to_si
 
 __all__ = ["Allocation", "Ask", "Node", "NodeIndex", "Reservation", "new_uuid"]

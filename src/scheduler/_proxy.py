@@ -37,7 +37,7 @@ from scheduler._events import (
     NodeUpdate,
     Outbound,
 )
-from scheduler._permit import GangTagError, has_gang_tags, parse_gang
+from scheduler._gang_tags import GangTagError, has_gang_tags, parse_gang
 from scheduler._priority import MAX_PRIORITY, MIN_PRIORITY
 from scheduler._quantity import INT64_MAX, quantity_problem
 
