@@ -16,9 +16,10 @@ timeout.
 Who does what: the proxy parses the tags (``scheduler._gang_tags.parse_gang``) into a
 ``GangSpec`` that travels on the ``Ask``; the application's actor admits members
 (``PermitGangs.admit``) and forgets them; the scheduling pass reports members it could
-not place (``member_failed``) and commits tentative ones (``placed``); the partition's actor awaits each group's wait
-(``GangGroup.wait``, a promise settled when the group is bound or rolled back) and times
-it out. Everything here runs in the partition's shared turn: plain synchronous code.
+not place (``member_failed``) and commits tentative ones (``placed``); the partition's
+actor awaits each group's wait (``GangGroup.wait``, a promise settled when the group is
+bound or rolled back) and times it out. Everything here runs in the partition's shared
+turn: plain synchronous code.
 """
 
 from __future__ import annotations
