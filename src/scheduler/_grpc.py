@@ -490,21 +490,21 @@ class GrpcSession:
 
             async def run() -> None:
                 converted = _from_allocation(request)
-                self._check_asks(converted)
+                self.limits.check_asks(converted)
                 await core.update_allocation(converted)
 
         elif kind == _APPLICATION:
 
             async def run() -> None:
                 converted = _from_application(request)
-                self._check_ids("application", (a.application_id for a in converted.new))
+                self.limits.check_ids("application", (a.application_id for a in converted.new))
                 await core.update_application(converted)
 
         else:
 
             async def run() -> None:
                 converted = _from_node(request)
-                self._check_ids("node", (n.node_id for n in converted.nodes))
+                self.limits.check_ids("node", (n.node_id for n in converted.nodes))
                 await core.update_node(converted)
 
         self._calls.put_nowait((run, (kind, seq)))
@@ -574,25 +574,6 @@ class GrpcSession:
         native.rm_ids.add(request.rm_id)
         self.log = self.log.bind(rm_id=self.rm_id)
         self.log.info("resource manager {} registered from {} over gRPC", self.rm_id, self.peer)
-
-    def _check_ids(self, what: str, ids: Any) -> None:
-        limit = self.limits.max_id
-        for item in ids:
-            if isinstance(item, str) and len(item) > limit:
-                raise SchedulerError(
-                    f"{what} id of {len(item):,} characters is over the limit of {limit:,} "
-                    f"(the daemon's --max-id): {item[:40]}..."
-                )
-
-    def _check_asks(self, request: si.AllocationRequest) -> None:
-        asks = request.asks
-        if len(asks) > self.limits.max_asks:
-            raise SchedulerError(
-                f"the request holds {len(asks):,} asks, over the limit of "
-                f"{self.limits.max_asks:,} (the daemon's --max-asks): send them in parts"
-            )
-        self._check_ids("allocation key", (a.allocation_key for a in asks))
-        self._check_ids("application", (a.application_id for a in asks))
 
     # ==================================================================== predicates
     async def ask_predicates(self, args: si.PredicatesArgs) -> bool:

@@ -94,6 +94,33 @@ class Limits:
         self.max_backlog = max_backlog
         self.predicates_timeout = predicates_timeout
 
+    def check_ids(self, what: str, ids: Any) -> None:
+        """Raise ``SchedulerError`` naming the first of ``ids`` longer than ``max_id``."""
+        limit = self.max_id
+        for item in ids:
+            if isinstance(item, str) and len(item) > limit:
+                raise SchedulerError(
+                    f"{what} id of {len(item):,} characters is over the limit of {limit:,} "
+                    f"(the daemon's --max-id): {item[:40]}..."
+                )
+
+    def check_asks(self, request: si.AllocationRequest) -> None:
+        """Raise ``SchedulerError`` for more asks than ``max_asks``, or an id too long."""
+        asks = request.asks
+        if len(asks) > self.max_asks:
+            raise SchedulerError(
+                f"the request holds {len(asks):,} asks, over the limit of "
+                f"{self.max_asks:,} (the daemon's --max-asks): send them in parts"
+            )
+        limit = self.max_id
+        for ask in asks:  # one pass; the long id, if any, named as check_ids names it
+            key, app = ask.allocation_key, ask.application_id
+            if (isinstance(key, str) and len(key) > limit) or (
+                isinstance(app, str) and len(app) > limit
+            ):
+                self.check_ids("allocation key", (a.allocation_key for a in asks))
+                self.check_ids("application", (a.application_id for a in asks))
+
 
 class NativeServer:
     """Serves the core to RMs on listeners (``serve``); ``config`` is the queue
@@ -331,13 +358,13 @@ class Session:
             if isinstance(call, RegisterCall):
                 value = await self._register(call)
             elif isinstance(call, NodeCall):
-                self._check_ids("node", (n.node_id for n in call.request.nodes))
+                self.limits.check_ids("node", (n.node_id for n in call.request.nodes))
                 await core.update_node(call.request)
             elif isinstance(call, ApplicationCall):
-                self._check_ids("application", (a.application_id for a in call.request.new))
+                self.limits.check_ids("application", (a.application_id for a in call.request.new))
                 await core.update_application(call.request)
             elif isinstance(call, AllocationCall):
-                self._check_asks(call.request)
+                self.limits.check_asks(call.request)
                 await core.update_allocation(call.request)
             elif isinstance(call, ConfigurationCall):
                 await core.update_configuration(call.request)
@@ -372,31 +399,6 @@ class Session:
             raise SchedulerError(f"{call.method} takes {expected} arguments, got {len(call.args)}")
         method: Callable[..., Any] = getattr(self.server.core, call.method)
         return await method(*call.args)
-
-    def _check_ids(self, what: str, ids: Any) -> None:
-        limit = self.limits.max_id
-        for item in ids:
-            if isinstance(item, str) and len(item) > limit:
-                raise SchedulerError(
-                    f"{what} id of {len(item):,} characters is over the limit of {limit:,} "
-                    f"(the daemon's --max-id): {item[:40]}..."
-                )
-
-    def _check_asks(self, request: si.AllocationRequest) -> None:
-        asks = request.asks
-        if len(asks) > self.limits.max_asks:
-            raise SchedulerError(
-                f"the request holds {len(asks):,} asks, over the limit of "
-                f"{self.limits.max_asks:,} (the daemon's --max-asks): send them in parts"
-            )
-        limit = self.limits.max_id
-        for ask in asks:  # one pass; the long id, if any, named as _check_ids names it
-            key, app = ask.allocation_key, ask.application_id
-            if (isinstance(key, str) and len(key) > limit) or (
-                isinstance(app, str) and len(app) > limit
-            ):
-                self._check_ids("allocation key", (a.allocation_key for a in asks))
-                self._check_ids("application", (a.application_id for a in asks))
 
     # ====================================================================== callbacks
     def push(self, data: bytes) -> None:
