@@ -55,14 +55,44 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from functools import partial
-from typing import Final, Literal, TypeVar
+from typing import Final, TypeVar
 
 import msgspec
 import yaml
 from yaml.nodes import MappingNode, Node
 
+from scheduler._config_limits import (
+    check_limit_hierarchy,
+    fits_under_max,
+    is_zero,
+    min_permissive,
+    parse_limits,
+    partition_limits,
+)
+from scheduler._config_model import (
+    APPLICATION_SORT_POLICY,
+    APPLICATION_SORT_PRIORITY,
+    DEFAULT_PARTITION,
+    DEFAULT_SCHEDULER_CONFIG,
+    GROUP_NAME_RE,
+    PLACEMENT_RULE_NAMES,
+    PRIORITY_OFFSET,
+    PRIORITY_POLICY,
+    QUEUE_NAME_RE,
+    ROOT_QUEUE,
+    SPECIAL_RE,
+    USER_NAME_RE,
+    ChildTemplate,
+    Filter,
+    Limit,
+    NodeSortPolicy,
+    PartitionConfig,
+    PlacementRule,
+    QueueConfig,
+    SchedulerConfig,
+)
 from scheduler._errors import ConfigError
 from scheduler._yaml_reader import (
     fail as _fail,
@@ -112,15 +142,21 @@ from scheduler._yaml_reader import (
 
 _T = TypeVar("_T")
 
+_RULE_NAME_RE: Final = re.compile(r"[_a-zA-Z][a-zA-Z0-9_]*")
+
 __all__ = [
     "APPLICATION_SORT_POLICY",
     "APPLICATION_SORT_PRIORITY",
     "DEFAULT_PARTITION",
     "DEFAULT_SCHEDULER_CONFIG",
+    "GROUP_NAME_RE",
     "PLACEMENT_RULE_NAMES",
     "PRIORITY_OFFSET",
     "PRIORITY_POLICY",
+    "QUEUE_NAME_RE",
     "ROOT_QUEUE",
+    "SPECIAL_RE",
+    "USER_NAME_RE",
     "ChildTemplate",
     "ConfigError",
     "Filter",
@@ -134,167 +170,6 @@ __all__ = [
     "parse_config",
     "queue_paths",
 ]
-
-ROOT_QUEUE: Final = "root"
-DEFAULT_PARTITION: Final = "default"
-
-# Queue properties YuniKorn v1.2 understands (configvalidator.go constants).
-APPLICATION_SORT_POLICY: Final = "application.sort.policy"
-APPLICATION_SORT_PRIORITY: Final = "application.sort.priority"
-PRIORITY_POLICY: Final = "priority.policy"
-PRIORITY_OFFSET: Final = "priority.offset"
-
-#: Placement rules known to YuniKorn v1.2 (``pkg/scheduler/placement/rule.go``).
-PLACEMENT_RULE_NAMES: Final = ("provided", "user", "fixed", "tag")
-
-#: YuniKorn core's built-in configuration, used when no configuration text is given.
-# YuniKorn's default places by the ``namespace`` tag only, which a Kubernetes shim always
-# sets; an RM driving this core directly names its queue instead, so ``provided`` comes first.
-DEFAULT_SCHEDULER_CONFIG: Final = """
-partitions:
-  - name: default
-    placementrules:
-      - name: provided
-        create: true
-      - name: tag
-        value: namespace
-        create: true
-    queues:
-      - name: root
-        submitacl: '*'
-"""
-
-NodeSortType = Literal["fair", "binpacking"]
-SortPolicyName = Literal["fifo", "fair", "stateaware"]
-
-_APP_SORT_POLICIES: Final = frozenset({"fifo", "fair", "stateaware"})
-_DEFAULT_RESOURCE_WEIGHTS: Final = {"vcore": 1.0, "memory": 1.0}
-
-QUEUE_NAME_RE: Final = re.compile(r"[a-zA-Z0-9_-]{1,64}")
-USER_NAME_RE: Final = re.compile(r"[_a-zA-Z][a-zA-Z0-9_.@-]*[$]?")
-GROUP_NAME_RE: Final = re.compile(r"[_a-zA-Z][a-zA-Z0-9_-]*")
-SPECIAL_RE: Final = re.compile(r"[\^$*+?()\[{}|]")
-_RULE_NAME_RE: Final = re.compile(r"[_a-zA-Z][a-zA-Z0-9_]*")
-
-
-# ============================================================================ the model
-class NodeSortPolicy(msgspec.Struct, frozen=True, kw_only=True):
-    """``nodesortpolicy`` of a partition."""
-
-    type: NodeSortType = "fair"
-    resource_weights: dict[str, float] = {}
-
-    @property
-    def weights(self) -> dict[str, float]:
-        """The weights in force: the configured ones, or vcore and memory at 1.0 if none."""
-        return dict(self.resource_weights or _DEFAULT_RESOURCE_WEIGHTS)
-
-
-class Filter(msgspec.Struct, frozen=True, kw_only=True):
-    """A placement rule's user/group filter; ``type`` is ``allow`` (also when empty) or ``deny``.
-
-    A list of exactly one entry that is not a plain user/group name is a regular expression.
-    """
-
-    type: Literal["allow", "deny"] = "allow"
-    users: tuple[str, ...] = ()
-    groups: tuple[str, ...] = ()
-
-
-class PlacementRule(msgspec.Struct, frozen=True, kw_only=True):
-    """One placement rule; ``name`` is lowercased, ``value`` too for ``fixed`` and ``tag``."""
-
-    name: str
-    create: bool = False
-    value: str = ""
-    parent: PlacementRule | None = None
-    filter: Filter = msgspec.field(default_factory=Filter)
-
-
-class Limit(msgspec.Struct, frozen=True, kw_only=True):
-    """A user/group limit (``limits`` entry) on a partition or queue."""
-
-    limit: str = ""
-    users: tuple[str, ...] = ()
-    groups: tuple[str, ...] = ()
-    max_resources: dict[str, int] = {}
-    max_applications: int = 0
-
-
-class ChildTemplate(msgspec.Struct, frozen=True, kw_only=True):
-    """``childtemplate``: settings for dynamic leaf queues created below a parent."""
-
-    max_applications: int = 0
-    properties: dict[str, str] = {}
-    max_resources: dict[str, int] = {}
-    guaranteed: dict[str, int] = {}
-
-
-class QueueConfig(msgspec.Struct, frozen=True, kw_only=True):
-    """One configured queue; ``name`` is lowercased, ``parent`` is true for queues with
-    children (and ``root``). Resource maps are in YuniKorn units (bytes, milli-vcores,
-    counts); a resource missing from ``max_resources`` is unlimited. Treat dicts as
-    read-only.
-    """
-
-    name: str
-    parent: bool = False
-    max_resources: dict[str, int] = {}
-    guaranteed: dict[str, int] = {}
-    properties: dict[str, str] = {}
-    submit_acl: str = ""
-    admin_acl: str = ""
-    max_applications: int = 0
-    queues: tuple[QueueConfig, ...] = ()
-    child_template: ChildTemplate | None = None
-    limits: tuple[Limit, ...] = ()
-
-    @property
-    def is_leaf(self) -> bool:
-        return not self.parent and not self.queues
-
-    @property
-    def application_sort_policy(self) -> SortPolicyName:
-        """The application sort policy YuniKorn would use for this queue.
-
-        Parent queues always sort fair; a leaf uses its ``application.sort.policy`` if it is
-        exactly ``fifo``, ``fair`` or ``stateaware``, otherwise (unset or unknown) ``fifo``.
-        """
-        if not self.is_leaf:
-            return "fair"
-        value = self.properties.get(APPLICATION_SORT_POLICY, "")
-        if value == "fair":
-            return "fair"
-        if value == "stateaware":
-            return "stateaware"
-        return "fifo"
-
-
-class PartitionConfig(msgspec.Struct, frozen=True, kw_only=True):
-    """One partition: its ``root`` queue, placement rules and policies."""
-
-    name: str
-    queue: QueueConfig
-    placement_rules: tuple[PlacementRule, ...] = ()
-    node_sort_policy: NodeSortPolicy = msgspec.field(default_factory=NodeSortPolicy)
-    preemption_enabled: bool = False
-    limits: tuple[Limit, ...] = ()
-    state_dump_file_path: str = ""
-
-
-class SchedulerConfig(msgspec.Struct, frozen=True, kw_only=True):
-    """A validated configuration and YuniKorn's checksum of its text."""
-
-    partitions: tuple[PartitionConfig, ...]
-    checksum: str
-
-    def partition(self, name: str) -> PartitionConfig | None:
-        """The partition called ``name`` (case-insensitive), or ``None``."""
-        wanted = name.lower()
-        for partition in self.partitions:
-            if partition.name.lower() == wanted:
-                return partition
-        return None
 
 
 # ============================================================================ public API
@@ -389,7 +264,6 @@ _RESOURCES_KEYS: Final = frozenset({"guaranteed", "max"})
 _TEMPLATE_KEYS: Final = frozenset({"maxapplications", "properties", "resources"})
 _RULE_KEYS: Final = frozenset({"name", "create", "filter", "parent", "value"})
 _FILTER_KEYS: Final = frozenset({"type", "users", "groups"})
-_LIMIT_KEYS: Final = frozenset({"limit", "users", "groups", "maxresources", "maxapplications"})
 _NODESORT_KEYS: Final = frozenset({"type", "resourceweights"})
 _PREEMPTION_KEYS: Final = frozenset({"enabled"})
 
@@ -438,12 +312,13 @@ class _Parser:
         limits_path = _join(path, "limits")
         no_limits: tuple[Limit, ...] = ()
         limits = self._attempt(
-            partial(self._limits, m.get("limits"), limits_path, self.where, root), no_limits
+            partial(parse_limits, m.get("limits"), limits_path, self.where, root), no_limits
         )
         root = self._attempt(
-            lambda: self._partition_limits(root, limits, limits_path, m.get("limits", node)), root
+            lambda: partition_limits(root, limits, limits_path, m.get("limits", node), self.where),
+            root,
         )
-        self._attempt(lambda: self._check_limit_hierarchy(root, root.name, {}), None)
+        self._attempt(lambda: check_limit_hierarchy(root, root.name, {}, self.where), None)
         node_sort = self._attempt(
             lambda: self._node_sort(m.get("nodesortpolicy"), _join(path, "nodesortpolicy")),
             NodeSortPolicy(),
@@ -558,7 +433,7 @@ class _Parser:
                 m.get("childtemplate"), _join(path, "childtemplate"), f"{where}, childtemplate"
             ),
         )
-        limits = self._limits(m.get("limits"), _join(path, "limits"), where, conf)
+        limits = parse_limits(m.get("limits"), _join(path, "limits"), where, conf)
         return msgspec.structs.replace(conf, limits=limits) if limits else conf
 
     def _template(self, node: Node | None, path: str, where: str) -> ChildTemplate | None:
@@ -582,33 +457,33 @@ class _Parser:
         """YuniKorn's ``checkQueueResource``; returns the guaranteed the queue claims."""
         where = f"{self.where}, queue {path!r}"
         guaranteed, max_res = queue.guaranteed, queue.max_resources
-        if not _fits_under_max(max_res, guaranteed):
+        if not fits_under_max(max_res, guaranteed):
             raise ConfigError(
                 f"{where}: guaranteed resource {_fmt(guaranteed)} is larger than maximum "
                 f"resource {_fmt(max_res)}"
             )
-        if parent_max is not None and not _fits_under_max(parent_max, max_res):
+        if parent_max is not None and not fits_under_max(parent_max, max_res):
             raise ConfigError(
                 f"{where}: maximum resource {_fmt(max_res)} is larger than the maximum "
                 f"resource {_fmt(parent_max)} of its parent"
             )
-        effective_max = _min_permissive(max_res, parent_max or {})
+        effective_max = min_permissive(max_res, parent_max or {})
         children_guaranteed: dict[str, int] = {}
         for child in queue.queues:
             claimed = self._check_resources(child, effective_max, f"{path}.{child.name}")
             for key, value in claimed.items():
                 children_guaranteed[key] = children_guaranteed.get(key, 0) + value
-        if not _is_zero(guaranteed) and not _fits_under_max(guaranteed, children_guaranteed):
+        if not is_zero(guaranteed) and not fits_under_max(guaranteed, children_guaranteed):
             raise ConfigError(
                 f"{where}: guaranteed resource {_fmt(guaranteed)} is smaller than the sum of "
                 f"the children's guaranteed resources {_fmt(children_guaranteed)}"
             )
-        if not _fits_under_max(effective_max, children_guaranteed):
+        if not fits_under_max(effective_max, children_guaranteed):
             raise ConfigError(
                 f"{where}: maximum resource {_fmt(effective_max)} is smaller than the sum of "
                 f"the children's guaranteed resources {_fmt(children_guaranteed)}"
             )
-        return children_guaranteed if _is_zero(guaranteed) else guaranteed
+        return children_guaranteed if is_zero(guaranteed) else guaranteed
 
     def _check_max_apps(self, queue: QueueConfig, path: str) -> None:
         """YuniKorn's ``checkQueueMaxApplications``: below a parent that sets
@@ -623,84 +498,6 @@ class _Parser:
                     f"and not larger than the parent {path!r} maxapplications {limit}"
                 )
             self._check_max_apps(child, child_path)
-
-    # ------------------------------------------------------------------------ limits
-    def _limits(
-        self, node: Node | None, path: str, where: str, queue: QueueConfig
-    ) -> tuple[Limit, ...]:
-        """YuniKorn's ``checkLimits``/``checkLimit`` for the ``limits`` list of ``queue`` (the
-        root for a partition's list): names, duplicates, the wildcard last, values."""
-        limits: list[Limit] = []
-        seen: dict[str, set[str]] = {"user": set(), "group": set()}
-        for index, item in enumerate(_seq(node, path)):
-            item_path = f"{path}[{index}]"
-            m = _mapping(item, item_path, _LIMIT_KEYS)
-            limit = Limit(
-                limit=_str(m.get("limit"), _join(item_path, "limit")),
-                users=_str_list(m.get("users"), _join(item_path, "users")),
-                groups=_str_list(m.get("groups"), _join(item_path, "groups")),
-                max_resources=_resources(
-                    m.get("maxresources"), _join(item_path, "maxresources"), where
-                ),
-                max_applications=_uint(
-                    m.get("maxapplications"), _join(item_path, "maxapplications")
-                ),
-            )
-            problem = _limit_problem(limit, seen, queue)
-            if problem:
-                raise _fail(item_path, item, f"{where}: {problem}")
-            limits.append(limit)
-        return tuple(limits)
-
-    def _partition_limits(
-        self, root: QueueConfig, limits: tuple[Limit, ...], path: str, node: Node
-    ) -> QueueConfig:
-        """YuniKorn 1.5's rule: a partition's ``limits`` are the root queue's. Both may be
-        set only when they are the same."""
-        if not limits:
-            return root
-        if root.limits and root.limits != limits:
-            raise _fail(
-                path,
-                node,
-                f"{self.where}: partition limits and root queue limits both exist and "
-                "differ; set them in one place",
-            )
-        return msgspec.structs.replace(root, limits=limits)
-
-    def _check_limit_hierarchy(
-        self, queue: QueueConfig, path: str, carried: dict[tuple[str, str], Limit]
-    ) -> None:
-        """YuniKorn's ``checkLimitResource`` and ``checkLimitMaxApplications``: a user's or
-        group's limit on a queue stays within its limit on every queue above (matched by
-        name, ``*`` included)."""
-        here = dict(carried)
-        for limit in queue.limits:
-            for kind, names in (("user", limit.users), ("group", limit.groups)):
-                for name in names:
-                    above = carried.get((kind, name))
-                    if above is None:
-                        here[(kind, name)] = limit
-                    else:
-                        self._check_under(limit, above, f"{kind} {name!r}", path)
-                        here[(kind, name)] = _tighter(limit, above)
-        for child in queue.queues:
-            self._check_limit_hierarchy(child, f"{path}.{child.name}", here)
-
-    def _check_under(self, limit: Limit, above: Limit, who: str, path: str) -> None:
-        where = f"{self.where}, queue {path!r}"
-        if not _fits_under_max(above.max_resources, limit.max_resources):
-            raise ConfigError(
-                f"{where}: {who} max resources {_fmt(limit.max_resources)} are larger than "
-                f"the {_fmt(above.max_resources)} of a queue above"
-            )
-        cap = above.max_applications
-        if cap and (limit.max_applications == 0 or limit.max_applications > cap):
-            shown = limit.max_applications or "unset (unlimited)"
-            raise ConfigError(
-                f"{where}: {who} maxapplications {shown} must be set and not larger than "
-                f"the {cap} of a queue above"
-            )
 
     # ------------------------------------------------------------------------ policies
     def _node_sort(self, node: Node | None, path: str) -> NodeSortPolicy:
@@ -820,74 +617,3 @@ class _Parser:
         return Filter(
             type="deny" if kind.lower() == "deny" else "allow", users=users, groups=groups
         )
-
-
-# ============================================================================ resource maths
-def _fits_under_max(max_res: Mapping[str, int], res: Mapping[str, int]) -> bool:
-    """YuniKorn's ``FitInMaxUndef``: a type missing from ``max_res`` is unlimited."""
-    return all(value <= max_res[key] for key, value in res.items() if key in max_res)
-
-
-def _min_permissive(left: Mapping[str, int], right: Mapping[str, int]) -> dict[str, int]:
-    """YuniKorn's ``ComponentWiseMinPermissive``: per type the lower value, a type set on one
-    side only keeps that side's value."""
-    out = dict(left)
-    for key, value in right.items():
-        out[key] = min(out[key], value) if key in out else value
-    return out
-
-
-def _is_zero(res: Mapping[str, int]) -> bool:
-    return not any(res.values())
-
-
-def _limit_problem(limit: Limit, seen: dict[str, set[str]], queue: QueueConfig) -> str:
-    """What YuniKorn's ``checkLimit`` finds wrong with one entry of a ``limits`` list
-    (``seen``: the user and group names of the entries before it), or ``""``."""
-    if not limit.users and not limit.groups:
-        return f"limit {limit.limit!r} has empty user and group lists"
-    for kind, names, pattern in (
-        ("user", limit.users, USER_NAME_RE),
-        ("group", limit.groups, GROUP_NAME_RE),
-    ):
-        earlier = seen[kind]
-        for name in names:
-            if name != "*" and not pattern.fullmatch(name):
-                return f"invalid limit {kind} name {name!r}"
-            if name in earlier:
-                return f"duplicate limit {kind} name {name!r}"
-            if "*" in earlier:
-                return (
-                    f"{kind} {name!r} is set after the wildcard {kind} limit; "
-                    "the wildcard must come last"
-                )
-            earlier.add(name)
-    if seen["group"] == {"*"}:
-        return (
-            "a wildcard group limit needs a limit for at least one named group "
-            "(alone it would only repeat the queue's own limit)"
-        )
-    if limit.max_resources and _is_zero(limit.max_resources):
-        return f"limit {limit.limit!r}: every resource in maxresources is zero"
-    if limit.max_applications == 0 and not limit.max_resources:
-        return f"limit {limit.limit!r} sets neither maxapplications nor a non-zero maxresources"
-    if queue.max_applications and limit.max_applications > queue.max_applications:
-        return (
-            f"limit {limit.limit!r}: maxapplications {limit.max_applications} is larger than "
-            f"the queue's maxapplications {queue.max_applications}"
-        )
-    if not _fits_under_max(queue.max_resources, limit.max_resources):
-        return (
-            f"limit {limit.limit!r}: maxresources {_fmt(limit.max_resources)} are larger than "
-            f"the queue's max {_fmt(queue.max_resources)}"
-        )
-    return ""
-
-
-def _tighter(limit: Limit, above: Limit) -> Limit:
-    """The limit in force below: per resource the lower max, and the lower maxapplications."""
-    apps = [n for n in (limit.max_applications, above.max_applications) if n]
-    return Limit(
-        max_resources=_min_permissive(limit.max_resources, above.max_resources),
-        max_applications=min(apps) if apps else 0,
-    )
