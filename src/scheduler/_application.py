@@ -394,12 +394,11 @@ class Application:
         ask.pending -= 1
         if ask.placeholder:
             self.placeholders_wanted -= 1
-        if ask.pending == 0:
-            moved = self.pending_asks.remove(ask)
+        if ask.pending == 0 and self.pending_asks.remove(ask):
+            # the last ask of its priority: the last of all, or the highest may have moved
             if not self.pending_asks:
                 self._tell_queue()
-            if moved:
-                self._priority_moved()
+            self._priority_moved()
         pending = self.pending
         for name, v in ask.size:
             left = pending.get(name, 0) - v

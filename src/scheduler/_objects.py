@@ -236,7 +236,7 @@ class NodeIndex:
         self.weights = dict(weights) if weights else dict(DEFAULT_WEIGHTS)
         self._binpacking = policy == "binpacking"
         self._heap: list[int] = []
-        self._nodes: dict[str, Node] = {}
+        self.by_id: dict[str, Node] = {}  # the indexed nodes (read-only outside)
         self._by_rank: dict[int, Node] = {}
         self._next_rank = 0
         self._last_id = ""  # the greatest node id ranked so far
@@ -263,11 +263,11 @@ class NodeIndex:
         node.index_key = key
         heap = self._heap
         heappush(heap, key)
-        if len(heap) > 2 * len(self._nodes) + 64:
+        if len(heap) > 2 * len(self.by_id) + 64:
             self._rebuild()
 
     def _rebuild(self) -> None:
-        self._heap = [n.index_key for n in self._nodes.values() if n.index_key is not None]
+        self._heap = [n.index_key for n in self.by_id.values() if n.index_key is not None]
         heapify(self._heap)
 
     def _rank(self, node: Node) -> None:
@@ -283,14 +283,14 @@ class NodeIndex:
         """Rank every node by id again and rebuild the heap (a node came in out of order)."""
         self._rerank = False
         by_rank: dict[int, Node] = {}
-        for rank, node_id in enumerate(sorted(self._nodes)):
-            node = self._nodes[node_id]
+        for rank, node_id in enumerate(sorted(self.by_id)):
+            node = self.by_id[node_id]
             node.index_rank = rank
             node.index_key = self._key(node)
             by_rank[rank] = node
         self._by_rank = by_rank
         self._next_rank = len(by_rank)
-        self._last_id = max(self._nodes, default="")
+        self._last_id = max(self.by_id, default="")
         self._rebuild()
 
     def refresh(self, node: Node) -> None:
@@ -301,10 +301,10 @@ class NodeIndex:
                 self._push(node, self._key(node))
 
     def add(self, node: Node) -> None:
-        if node.node_id in self._nodes:
+        if node.node_id in self.by_id:
             self.update(node)
             return
-        self._nodes[node.node_id] = node
+        self.by_id[node.node_id] = node
         self._set_factors(node)
         self._rank(node)
         if self._rerank:
@@ -313,7 +313,7 @@ class NodeIndex:
             self._push(node, self._key(node))
 
     def discard(self, node: Node) -> None:
-        if self._nodes.pop(node.node_id, None) is not None:
+        if self.by_id.pop(node.node_id, None) is not None:
             node.index_key = None
             del self._factors[node.node_id]
             if self._by_rank.get(node.index_rank) is node:
@@ -339,7 +339,7 @@ class NodeIndex:
         if self._rerank:
             self._rank_all()
         by_rank = self._by_rank
-        for key in sorted(n.index_key for n in self._nodes.values() if n.index_key is not None):
+        for key in sorted(n.index_key for n in self.by_id.values() if n.index_key is not None):
             yield by_rank[key & _RANK_MASK]
 
     def first_fit(
@@ -374,13 +374,13 @@ class NodeIndex:
 
     def nodes(self) -> Iterable[Node]:
         """The indexed nodes in no particular order."""
-        return self._nodes.values()
+        return self.by_id.values()
 
     def __len__(self) -> int:
-        return len(self._nodes)
+        return len(self.by_id)
 
     def __contains__(self, node_id: object) -> bool:
-        return node_id in self._nodes
+        return node_id in self.by_id
 
 
 _SCORE_STEPS = 1 << 32  # a score (a fraction of the node used) in steps of 2**-32

@@ -39,6 +39,9 @@ class Proposal(msgspec.Struct, gc=False):
     node: Node
     reserve: bool = False  # reserve the node for the ask instead of allocating
     replace: Allocation | None = None  # the placeholder the (real) ask takes the place of
+    # Made by the walk with every check ``commit`` makes (``_propose_in_leaf``); only a
+    # commit in the same turn may rely on it.
+    checked: bool = False
 
     def __repr__(self) -> str:
         what = "reserve" if self.reserve else "replace" if self.replace else "allocate"
@@ -100,7 +103,7 @@ class Scheduler:
                     or len(app.reservations_of(ask)) >= ask.pending
                 ):
                     skip.add(id(ask))  # else it may reserve one more node, one per pending
-            elif self.commit(proposal, now) is not None:
+            elif self.commit(proposal, now, proposal.checked and permits is None) is not None:
                 made += 1
                 if not made & 255:
                     now = clock()  # one clock read per 256 allocations of a long pass
@@ -178,7 +181,7 @@ class Scheduler:
             proposal = self._propose_reserved(skip, no_node)
             if proposal is not None:
                 return proposal
-        if not p.index and not self._free_placeholders() and not p.permits.holding():
+        if not p.index.by_id and not self._free_placeholders() and not p.permits.holding():
             # No free node; a replacement needs none, though, and a permit member that
             # finds none must be reported (a Strict group holding members rolls back).
             return None
@@ -258,21 +261,21 @@ class Scheduler:
                 if ask.required_node:
                     node = self._required_node(ask)
                     if node is not None:
-                        return Proposal(app, ask, node)
+                        return Proposal(app, ask, node, checked=True)
                     skip.add(id(ask))
                     continue
                 refused = p.refused.get(id(ask)) if p.refused else None
                 if refused:
                     node = index.first_fit(ask.size, refused)
                     if node is not None:
-                        return Proposal(app, ask, node)
+                        return Proposal(app, ask, node, checked=True)
                     skip.add(id(ask))
                     continue
                 size = ask.size
                 if not (no_node and size in no_node):
                     node = index.first_fit(size)
                     if node is not None:
-                        return Proposal(app, ask, node)
+                        return Proposal(app, ask, node, checked=True)
                     no_node.add(size)
                 node = self._node_to_reserve(app, ask)
                 if node is not None:
@@ -423,11 +426,15 @@ class Scheduler:
         return best
 
     # ============================================================================ commit
-    def commit(self, proposal: Proposal, now: float | None = None) -> Allocation | None:
+    def commit(
+        self, proposal: Proposal, now: float | None = None, fresh: bool = False
+    ) -> Allocation | None:
         """Re-check what the proposal assumed and apply it in one step, or drop it.
 
         ``now`` is the allocation's time (the core's clock when None): a pass reads the
-        clock once per 256 allocations, not once per allocation.
+        clock once per 256 allocations, not once per allocation. ``fresh``: the proposal
+        was made with every check below in this same turn, with nothing run in between
+        (the pass's own walk), so it is applied without them.
 
         A replacement proposal starts the application's handshake instead (and returns
         None: nothing is allocated until the RM confirms the placeholder's release).
@@ -440,9 +447,10 @@ class Scheduler:
         queue = app.queue
         res = ask.resource
         ugm = p.ugm
-        if (
-            queue is None
-            or ask.pending <= 0
+        if queue is None:
+            return None
+        if not fresh and (
+            ask.pending <= 0
             or app.asks.get(ask.allocation_key) is not ask
             or p.applications.get(app.application_id) is not app
             or not node.schedulable
