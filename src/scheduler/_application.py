@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from bisect import bisect_right
+from collections import deque
 from collections.abc import Iterable, Iterator
 from enum import StrEnum
+from itertools import chain
 from typing import TYPE_CHECKING
 
 from scheduler._objects import Allocation, Ask, Reservation
@@ -94,7 +96,7 @@ def next_state(state: AppState, event: AppEvent) -> AppState:
         raise InvalidTransition(f"no transition for {event} from {state}") from None
 
 
-_MIN_HOLES = 32  # a small bucket is never worth copying
+_CHUNK = 256  # asks per chunk of a bucket
 
 
 def _order(ask: Ask) -> tuple[float, str, int]:
@@ -107,26 +109,76 @@ def _order(ask: Ask) -> tuple[float, str, int]:
     return (ask.gang_time, gang.gang_id, ask.seq)
 
 
+class _Bucket:
+    """The asks of one priority in order, as a run of small insertion-ordered dicts
+    (chunks of at most ``_CHUNK`` asks, oldest first).
+
+    A dict keeps the slot of a deleted entry and iterating skips such holes one by one,
+    so a single dict drained from the front (as a pass places its asks) makes every walk
+    scan all the asks placed so far. Here a walk scans at most the holes of one chunk
+    before its first ask: a chunk that empties is dropped, and none holds more than
+    ``_CHUNK`` slots. Adding and removing are O(1).
+    """
+
+    __slots__ = ("_room", "chunks", "where")
+
+    def __init__(self) -> None:
+        self.chunks: deque[dict[str, Ask]] = deque()
+        self.where: dict[str, dict[str, Ask]] = {}  # allocation key -> its chunk
+        self._room = 0  # slots left in the last chunk
+
+    def append(self, ask: Ask) -> None:
+        if not self._room:
+            self.chunks.append({})
+            self._room = _CHUNK
+        chunk = self.chunks[-1]
+        chunk[ask.allocation_key] = ask
+        self.where[ask.allocation_key] = chunk
+        self._room -= 1
+
+    def remove(self, key: str) -> None:
+        """Remove the ask of ``key`` (KeyError if there is none)."""
+        chunk = self.where.pop(key)
+        del chunk[key]
+        if chunk:
+            return
+        chunks = self.chunks
+        if chunk is chunks[-1]:
+            self._room = 0  # the chunks left are full: the next ask starts one
+        if chunk is chunks[0]:
+            chunks.popleft()
+        else:
+            for i, c in enumerate(chunks):
+                if c is chunk:
+                    del chunks[i]
+                    break
+
+    def last(self) -> Ask:
+        return next(reversed(self.chunks[-1].values()))
+
+    def values(self) -> Iterable[Ask]:
+        chunks = self.chunks
+        if len(chunks) == 1:
+            return chunks[0].values()
+        return chain.from_iterable(map(dict.values, chunks))
+
+    def __len__(self) -> int:
+        return len(self.where)
+
+
 class PendingAsks:
     """Asks with pending allocations, by priority (high first) and then age (old first);
     the members of a permit gang by the age of their gang (``_order``).
 
-    One insertion-ordered dict per priority: asks are numbered as they arrive, so appending
-    keeps each bucket in age order, and adding or removing an ask is O(1) (a new priority
-    is the only sort, and priorities are few).
-
-    A dict keeps the slot of a deleted entry until it grows, and iterating skips those
-    holes one by one: placing asks from the front of a large bucket would make every walk
-    scan all the asks placed so far. So a bucket is copied (compacted) once its holes
-    outnumber its asks: amortised O(1) per removal, and a walk never scans more holes than
-    live asks.
+    One ``_Bucket`` per priority: asks are numbered as they arrive, so appending keeps
+    each bucket in age order, and adding or removing an ask is O(1) (a new priority is the
+    only sort, and priorities are few).
     """
 
-    __slots__ = ("_buckets", "_holes", "_ordered", "_priorities")
+    __slots__ = ("_buckets", "_ordered", "_priorities")
 
     def __init__(self) -> None:
-        self._buckets: dict[int, dict[str, Ask]] = {}
-        self._holes: dict[int, int] = {}  # removals since the bucket was built or compacted
+        self._buckets: dict[int, _Bucket] = {}
         self._priorities: list[int] = []  # high first
         self._ordered = False  # a permit gang member came: keep each bucket in ``_order``
 
@@ -136,12 +188,13 @@ class PendingAsks:
             self._ordered = True
         bucket = self._buckets.get(ask.priority)
         if bucket is not None:
-            if self._ordered and _order(ask) < _order(next(reversed(bucket.values()))):
+            if self._ordered and _order(ask) < _order(bucket.last()):
                 self._insert(bucket, ask)
             else:
-                bucket[ask.allocation_key] = ask
+                bucket.append(ask)
             return False
-        self._buckets[ask.priority] = {ask.allocation_key: ask}
+        bucket = self._buckets[ask.priority] = _Bucket()
+        bucket.append(ask)
         self._priorities.append(ask.priority)
         self._priorities.sort(reverse=True)
         return True
@@ -150,28 +203,23 @@ class PendingAsks:
         """Remove ``ask``; True if it was the last of its priority."""
         priority = ask.priority
         bucket = self._buckets[priority]
-        del bucket[ask.allocation_key]
-        if not bucket:
-            del self._buckets[priority]
-            self._holes.pop(priority, None)
-            self._priorities.remove(priority)
-            return True
-        holes = self._holes.get(priority, 0) + 1
-        if holes > _MIN_HOLES and holes > len(bucket):
-            self._buckets[priority] = dict(bucket)  # a copy has no holes
-            holes = 0
-        self._holes[priority] = holes
-        return False
+        bucket.remove(ask.allocation_key)
+        if bucket.where:
+            return False
+        del self._buckets[priority]
+        self._priorities.remove(priority)
+        return True
 
-    def _insert(self, bucket: dict[str, Ask], ask: Ask) -> None:
+    def _insert(self, bucket: _Bucket, ask: Ask) -> None:
         """Put ``ask`` in its place in ``bucket`` (a member of an older gang came late):
-        the bucket is made again, without holes."""
+        the bucket is made again."""
         asks = list(bucket.values())
         key = _order(ask)
         at = bisect_right([_order(a) for a in asks], key)
         asks.insert(at, ask)
-        self._buckets[ask.priority] = {a.allocation_key: a for a in asks}
-        self._holes[ask.priority] = 0
+        again = self._buckets[ask.priority] = _Bucket()
+        for a in asks:
+            again.append(a)
 
     def highest(self) -> int:
         """The highest priority of the asks, ``MIN_PRIORITY`` when there are none."""

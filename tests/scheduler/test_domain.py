@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import random
 
 import pytest
 from hypothesis import given
@@ -274,6 +275,55 @@ def test_pending_asks_stay_in_order_while_placed_from_the_front() -> None:
             assert [a.allocation_key for a in pending.in_order()] == model
     assert [a.allocation_key for a in pending.in_order()] == model
     assert len(pending) == len(model)
+
+
+def test_pending_asks_keep_order_under_random_adds_and_removes() -> None:
+    """Thousands of asks over a few priorities, added and removed anywhere (chunks that
+    empty in the middle, at the back, and come again), always in the order of a plain
+    list model."""
+    rng = random.Random(7)
+    pending = PendingAsks()
+    model: dict[int, list[Ask]] = {}  # priority -> asks in arrival order
+    live: list[Ask] = []
+    for step in range(6_000):
+        if live and rng.random() < 0.45:
+            ask = live.pop(rng.randrange(len(live)) if rng.random() < 0.5 else 0)
+            was_last = len(model[ask.priority]) == 1
+            assert pending.remove(ask) is was_last
+            model[ask.priority].remove(ask)
+            if was_last:
+                del model[ask.priority]
+        else:
+            ask = make_ask(f"k{step}", priority=rng.choice([0, 0, 0, 1, 5]))
+            assert pending.add(ask) is (ask.priority not in model)
+            model.setdefault(ask.priority, []).append(ask)
+            live.append(ask)
+        if step % 251 == 0 or step > 5_900:
+            expected = [a for p in sorted(model, reverse=True) for a in model[p]]
+            assert list(pending.in_order()) == expected
+            assert len(pending) == len(expected) and bool(pending) is bool(expected)
+
+
+def test_pending_asks_drained_in_the_middle_and_at_the_back() -> None:
+    """Whole runs of asks go from the middle and from the back (as when the RM withdraws
+    them), new ones come after: the order holds and nothing is lost."""
+    pending = PendingAsks()
+    asks = [make_ask(f"k{i:04}", priority=2) for i in range(1_000)]
+    for ask in asks:
+        pending.add(ask)
+    for ask in asks[200:700]:
+        pending.remove(ask)
+    for ask in asks[760:]:
+        pending.remove(ask)
+    more = [make_ask(f"m{i:04}", priority=2) for i in range(300)]
+    for ask in more:
+        pending.add(ask)
+    expected = asks[:200] + asks[700:760] + more
+    assert list(pending.in_order()) == expected and len(pending) == len(expected)
+    for ask in expected[:-1]:
+        assert pending.remove(ask) is False
+    assert list(pending) == [more[-1]]
+    assert pending.remove(more[-1]) is True and not pending
 
 
 def test_pending_asks_are_keyed_by_allocation_key() -> None:
