@@ -34,6 +34,11 @@ Targets (on the medians, in each sizing):
     python bench/bench_scheduling.py [--cases 10k-asks,...] [--sizing headroom,yunikorn]
         [--gc tuned,default] [--repeat 3] [--quick] [--check] [--out FILE]
 
+``--python PY1,PY2`` runs every case with each interpreter, interleaved: say the venv of
+the pure package and the venv of the compiled build (README, "Compiled build"). Each run
+reports the build its interpreter imports (``pure`` or ``compiled``); the table has a row
+per build, and the targets are read per build.
+
 ``--nodes 500,1000`` (with ``--asks N``, default 10,000) runs the older sweep instead: the
 2-queue shape at each node count, with the targets >= 75,000 allocations/s at the largest
 and per-allocation time at the largest <= 1.3 x the smallest. ``--quick`` runs tiny versions
@@ -243,15 +248,26 @@ def child(spec: str) -> None:
     if given.get("gc", "tuned") == "tuned":
         scheduler.tune_gc()
     figures = asyncio.run(run_case(Case(**given["case"]), given["sizing"]))
-    print(json.dumps({**figures, "rss_bytes": peak_rss_bytes()}))
+    print(json.dumps({**figures, "rss_bytes": peak_rss_bytes(), "build": build_of_scheduler()}))
 
 
-def run_in_subprocess(case: Case, sizing: str, gc_mode: str = "tuned") -> dict[str, Any]:
-    """One run in a fresh interpreter, with the 1-minute load average before and after."""
+def build_of_scheduler() -> str:
+    """``compiled`` when this interpreter imports the mypyc build of the scheduler, else
+    ``pure``."""
+    import scheduler._scheduling as scheduling
+
+    return "compiled" if not scheduling.__file__.endswith(".py") else "pure"
+
+
+def run_in_subprocess(
+    case: Case, sizing: str, gc_mode: str = "tuned", python: str = sys.executable
+) -> dict[str, Any]:
+    """One run in a fresh interpreter (``python``), with the 1-minute load average before
+    and after."""
     spec = json.dumps({"case": asdict(case), "sizing": sizing, "gc": gc_mode})
     before = load_average()
     done = subprocess.run(
-        [sys.executable, str(Path(__file__).resolve()), "--child", spec],
+        [python, str(Path(__file__).resolve()), "--child", spec],
         capture_output=True,
         text=True,
         timeout=1800,
@@ -267,13 +283,16 @@ def run_in_subprocess(case: Case, sizing: str, gc_mode: str = "tuned") -> dict[s
 
 
 def summarise(case: Case, sizing: str, gc_mode: str, runs: list[dict[str, Any]]) -> dict[str, Any]:
-    """Median and best over the runs of one (case, sizing, gc mode); every run kept."""
+    """Median and best over the runs of one (case, sizing, gc mode, interpreter); every run
+    kept."""
     rates = [r["allocs_per_s"] for r in runs]
     loads = [x for r in runs for x in (r["load_before"], r["load_after"]) if x is not None]
     return {
         "case": case.name,
         "sizing": sizing,
         "gc": gc_mode,
+        "build": runs[0]["build"],
+        "python": runs[0]["python"],
         "nodes": case.nodes,
         "asks": case.asks,
         "queues": case.parents * case.leaves or 2,
@@ -303,7 +322,8 @@ def summarise(case: Case, sizing: str, gc_mode: str, runs: list[dict[str, Any]])
 def print_table(results: list[dict[str, Any]], repeat: int) -> None:
     print(f"median and best of {repeat}; RSS: the largest peak; load: 1-minute, lowest-highest")
     print(
-        f"{'case':<11} {'sizing':<9} {'gc':<7} {'nodes':>6} {'asks':>7} {'per node':>8} "
+        f"{'case':<11} {'sizing':<9} {'gc':<7} {'build':<8} {'nodes':>6} {'asks':>7} "
+        f"{'per node':>8} "
         f"{'med allocs/s':>12} {'best':>8} {'us/alloc':>8} {'RSS MB':>7} {'load':>11}"
     )
     for res in results:
@@ -311,7 +331,8 @@ def print_table(results: list[dict[str, Any]], repeat: int) -> None:
             f"{res['load_min']:.2f}-{res['load_max']:.2f}" if res["load_min"] is not None else "-"
         )
         print(
-            f"{res['case']:<11} {res['sizing']:<9} {res['gc']:<7} {res['nodes']:>6} "
+            f"{res['case']:<11} {res['sizing']:<9} {res['gc']:<7} {res['build']:<8} "
+            f"{res['nodes']:>6} "
             f"{res['asks']:>7} "
             f"{res['asks_per_node']:>8} {res['allocs_per_s']:>12,.0f} "
             f"{res['allocs_per_s_best']:>8,.0f} {res['us_per_alloc']:>8.1f} "
@@ -320,6 +341,20 @@ def print_table(results: list[dict[str, Any]], repeat: int) -> None:
 
 
 def case_targets(run: Run, results: list[dict[str, Any]], sizings: list[str]) -> None:
+    """The targets on each interpreter's runs (named with its build when there are several)."""
+    pythons = list(dict.fromkeys(r["python"] for r in results))
+    builds = [next(r["build"] for r in results if r["python"] == py) for py in pythons]
+    for i, (python, build) in enumerate(zip(pythons, builds, strict=True)):
+        mine = [r for r in results if r["python"] == python]
+        name = build if builds.count(build) == 1 else f"{build}{i + 1}"
+        suffix = f", {name}" if len(pythons) > 1 else ""
+        key = f".{name}" if len(pythons) > 1 else ""
+        _case_targets(run, mine, sizings, suffix, key)
+
+
+def _case_targets(
+    run: Run, results: list[dict[str, Any]], sizings: list[str], suffix: str, key: str
+) -> None:
     by = {(r["case"], r["sizing"]): r for r in results if r["gc"] == targets_gc(results)}
     for sizing in sizings:
         small = by.get(("10k-asks", sizing))
@@ -328,45 +363,45 @@ def case_targets(run: Run, results: list[dict[str, Any]], sizings: list[str]) ->
         queues = by.get(("100-queues", sizing))
         if small:
             run.target(
-                f"allocs_per_s.10k-asks.{sizing}",
-                f"allocs/s, 10k-asks ({sizing})",
+                f"allocs_per_s.10k-asks.{sizing}{key}",
+                f"allocs/s, 10k-asks ({sizing}{suffix})",
                 small["allocs_per_s"],
                 at_least=TARGET_SMALL_PER_S,
             )
         if large:
             run.target(
-                f"allocs_per_s.100k-asks.{sizing}",
-                f"allocs/s, 100k-asks ({sizing})",
+                f"allocs_per_s.100k-asks.{sizing}{key}",
+                f"allocs/s, 100k-asks ({sizing}{suffix})",
                 large["allocs_per_s"],
                 at_least=TARGET_LARGE_PER_S,
             )
         if large and small:
             run.target(
-                f"scaling.100k-asks.{sizing}",
-                f"us/alloc, 100k-asks vs 10k-asks ({sizing})",
+                f"scaling.100k-asks.{sizing}{key}",
+                f"us/alloc, 100k-asks vs 10k-asks ({sizing}{suffix})",
                 large["us_per_alloc"] / small["us_per_alloc"],
                 at_most=TARGET_SCALING,
                 fmt=".2f",
             )
         if wide and large:
             run.target(
-                f"scaling.50k-nodes.{sizing}",
-                f"us/alloc, 50k-nodes vs 100k-asks ({sizing})",
+                f"scaling.50k-nodes.{sizing}{key}",
+                f"us/alloc, 50k-nodes vs 100k-asks ({sizing}{suffix})",
                 wide["us_per_alloc"] / large["us_per_alloc"],
                 at_most=TARGET_SCALING,
                 fmt=".2f",
             )
         if wide:
             run.target(
-                f"rss_mb.50k-nodes.{sizing}",
-                f"peak RSS MB, 50k-nodes ({sizing})",
+                f"rss_mb.50k-nodes.{sizing}{key}",
+                f"peak RSS MB, 50k-nodes ({sizing}{suffix})",
                 wide["rss_bytes"] / 2**20,
                 at_most=TARGET_RSS_MB,
             )
         if queues:
             run.target(
-                f"allocs_per_s.100-queues.{sizing}",
-                f"allocs/s, 100-queues ({sizing})",
+                f"allocs_per_s.100-queues.{sizing}{key}",
+                f"allocs/s, 100-queues ({sizing}{suffix})",
                 queues["allocs_per_s"],
                 at_least=TARGET_QUEUES_PER_S,
             )
@@ -419,6 +454,11 @@ def main() -> int:
     parser.add_argument("--nodes", help="the older sweep: these node counts, 2 queues")
     parser.add_argument("--asks", type=int, help="asks of the sweep (default 10,000)")
     parser.add_argument("--repeat", type=int)
+    parser.add_argument(
+        "--python",
+        help="comma list of interpreters to run the cases with, interleaved (say a pure and "
+        "a compiled build's venv); default: this one",
+    )
     add_arguments(parser)
     args = parser.parse_args()
     quick = args.quick
@@ -427,6 +467,8 @@ def main() -> int:
     sweep = args.nodes is not None or args.asks is not None
     if sweep and args.cases:
         parser.error("--cases and the --nodes/--asks sweep exclude each other")
+    if sweep and args.python and "," in args.python:
+        parser.error("several --python interpreters work with the cases, not the sweep")
     if sweep:
         n_asks = args.asks or (200 if quick else 10_000)
         nodes = args.nodes or ("10,20" if quick else "500,1000,2000,5000")
@@ -436,23 +478,28 @@ def main() -> int:
         cases = [table[n] for n in names(args.cases or ",".join(CASES), list(CASES), "case")]
     repeat = args.repeat or (1 if quick else 3)
     run = Run("scheduling", args)
-    combos = [(c, s, g) for c in cases for s in sizings for g in gc_modes]
+    pythons = list(dict.fromkeys(p.strip() for p in (args.python or sys.executable).split(",")))
+    pythons = [p for p in pythons if p]
+    combos = [(c, s, g, py) for c in cases for s in sizings for g in gc_modes for py in pythons]
     progress = run.progress(repeat * len(combos))
-    runs: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+    runs: dict[tuple[str, str, str, str], list[dict[str, Any]]] = {}
     for r in range(repeat):
-        for case, sizing, gc_mode in combos:
+        for case, sizing, gc_mode, python in combos:
             label = (
                 f"{case.name} ({sizing}, gc {gc_mode}): {case.nodes:,} nodes, "
                 f"{case.asks:,} asks, repeat {r + 1}/{repeat}"
             )
+            if len(pythons) > 1:
+                label += f", {python}"
             with progress.step(label) as step:
-                once = run_in_subprocess(case, sizing, gc_mode)
+                once = run_in_subprocess(case, sizing, gc_mode, python)
+                once["python"] = python
                 step.result = (
                     f"{once['allocs_per_s']:,.0f} allocs/s, "
                     f"{once['rss_bytes'] / 2**20:,.0f} MB, load {once['load_after']}"
                 )
-            runs.setdefault((case.name, sizing, gc_mode), []).append(once)
-    results = [summarise(c, s, g, runs[(c.name, s, g)]) for c, s, g in combos]
+            runs.setdefault((case.name, sizing, gc_mode, python), []).append(once)
+    results = [summarise(c, s, g, runs[(c.name, s, g, py)]) for c, s, g, py in combos]
     print_table(results, repeat)
     if sweep:
         sweep_targets(run, results, sizings)

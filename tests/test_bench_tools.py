@@ -278,6 +278,33 @@ def test_scheduling_runs_both_gc_modes_interleaved_and_targets_read_the_tuned_ru
     assert target["value"] == by_gc["tuned"]["allocs_per_s"]
 
 
+def test_scheduling_runs_each_interpreter_interleaved_with_targets_per_build(
+    tmp_path: Path,
+) -> None:
+    import scheduler._scheduling as scheduling
+
+    build = "pure" if scheduling.__file__.endswith(".py") else "compiled"
+    other = tmp_path / "python-again"  # the same interpreter under a second name
+    other.write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
+    other.chmod(0o755)
+    pythons = f"{sys.executable},{other}"
+    done, doc = run_script(
+        "bench_scheduling.py",
+        tmp_path / "out.json",
+        *("--cases", "10k-asks", "--sizing", "headroom", "--python", pythons),
+    )
+    assert done.returncode == 0, done.stderr
+    labels = re.findall(
+        r"^\[\d+/2\] 10k-asks \(headroom, gc tuned\): .* repeat 1/1, (.+?): ", done.stderr, re.M
+    )
+    assert labels == [sys.executable, str(other)]
+    assert [r["build"] for r in doc["results"]] == [build, build]
+    assert f" {build} " in done.stdout  # the table's build column
+    first = doc["targets"][f"allocs_per_s.10k-asks.headroom.{build}1"]
+    second = doc["targets"][f"allocs_per_s.10k-asks.headroom.{build}2"]
+    assert [first["value"], second["value"]] == [r["allocs_per_s"] for r in doc["results"]]
+
+
 def test_scheduling_refuses_an_unknown_gc_mode(tmp_path: Path) -> None:
     done = run_bench("bench_scheduling.py", "--gc", "frozen")
     assert done.returncode != 0
