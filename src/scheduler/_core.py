@@ -27,7 +27,7 @@ __all__ = ["PAUSED", "RUNNING", "STOPPED", "Core", "start_scheduler"]
 
 # The states of a registered RM, the spec's names ("Status of RM in scheduler": init ->
 # Running on registration, Running -> Paused on connection loss, Paused -> Stopped on
-# timeout).
+# timeout, Running or Paused -> Stopped when the RM shuts down of its own accord).
 RUNNING = "Running"
 PAUSED = "Paused"
 STOPPED = "Stopped"
@@ -304,11 +304,49 @@ class Core:
         )
         return True
 
+    async def stop_resource_manager(self, rm_id: str) -> None:
+        """The RM shuts down of its own accord (the spec's "RM voluntarily shutdown"):
+        Running or Paused, it is ``Stopped`` now, and its partitions, queues, applications
+        and nodes are dropped, as when a Paused RM's time is up. Its id and partitions are
+        free at once; its actors finish stopping in the background (``settle()`` waits
+        for them). Stopping an RM that is already Stopped does nothing.
+
+        Raises:
+            SchedulerError: a malformed ``rm_id``.
+            NotFoundError: no RM of that id was ever registered (or it was forgotten).
+        """
+        rm_id = check_rm_id(rm_id)
+        reg = self._registrations.get(rm_id)
+        if reg is None:
+            if rm_id in self._stopped:
+                return
+            raise NotFoundError(f"resource manager {rm_id!r} is not registered")
+        self._stop_rm(rm_id, reg)
+        logger.bind(rm_id=rm_id).info(
+            "resource manager {} Stopped at its own request (it was {}); its partitions {} "
+            "and their state dropped",
+            rm_id,
+            reg.state,
+            sorted(reg.actors),
+        )
+
     def _rm_timed_out(self, rm_id: str, reg: _Registration) -> None:
         if self._registrations.get(rm_id) is not reg or reg.state != PAUSED:
             return  # registered again since
+        self._stop_rm(rm_id, reg)
+        logger.bind(rm_id=rm_id).warning(
+            "resource manager {} Stopped: no registration {:g}s after it lost its connection;"
+            " its partitions {} and their state dropped ({} callback calls dropped while "
+            "Paused)",
+            rm_id,
+            self.timeouts.rm_paused,
+            sorted(reg.actors),
+            reg.dropped,
+        )
+
+    def _stop_rm(self, rm_id: str, reg: _Registration) -> None:
+        """``reg`` is Stopped: its actors and its state go, its id is remembered."""
         del self._registrations[rm_id]
-        reg.timer = None
         self.proxy.rms.pop(rm_id, None)
         self._predicates.pop(rm_id, None)
         self._outstanding.pop(rm_id, None)
@@ -324,15 +362,6 @@ class Core:
         }
         while len(self._stopped) > _STOPPED_KEPT:
             del self._stopped[next(iter(self._stopped))]
-        logger.bind(rm_id=rm_id).warning(
-            "resource manager {} Stopped: no registration {:g}s after it lost its connection;"
-            " its partitions {} and their state dropped ({} callback calls dropped while "
-            "Paused)",
-            rm_id,
-            self.timeouts.rm_paused,
-            sorted(reg.actors),
-            reg.dropped,
-        )
 
     # ============================================================================ updates
     async def update_node(self, request: si.NodeRequest) -> None:
