@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from scheduler._objects import Allocation, Ask, Reservation
 from scheduler._priority import MIN_PRIORITY, app_priority_moved
-from scheduler._resources import Res, add_into, add_scaled_into, fits, sub_into
+from scheduler._resources import Res, Size, add_into, add_scaled_into, fits, sub_into
 
 if TYPE_CHECKING:
     from scheduler._gang import Replacement
@@ -145,6 +145,29 @@ class PendingAsks:
         self._priorities.append(ask.priority)
         self._priorities.sort(reverse=True)
         return True
+
+    def extend(self, asks: Iterable[Ask]) -> bool:
+        """``add`` each of ``asks`` (no permit gang member among them), in order; True if
+        a priority is new here."""
+        moved = False
+        if self._ordered:
+            for ask in asks:
+                moved = self.add(ask) or moved
+            return moved
+        buckets = self._buckets
+        priority: int | None = None
+        bucket: dict[str, Ask] = {}
+        for ask in asks:
+            if ask.priority != priority:
+                priority = ask.priority
+                found = buckets.get(priority)
+                if found is None:
+                    moved = self.add(ask) or moved
+                    bucket = buckets[priority]
+                    continue
+                bucket = found
+            bucket[ask.allocation_key] = ask
+        return moved
 
     def remove(self, ask: Ask) -> bool:
         """Remove ``ask``; True if it was the last of its priority."""
@@ -344,6 +367,41 @@ class Application:
             moved = self.pending_asks.add(ask) or moved
             add_scaled_into(delta, ask.resource, ask.pending)
         if had_pending != bool(self.pending_asks):
+            self._tell_queue()
+        if moved:
+            self._priority_moved()
+
+    def add_asks(self, asks: Iterable[Ask], delta: Res) -> None:
+        """``add_ask`` each of ``asks``, in order; cheaper for the usual ask (a new key, no
+        placeholder, no permit gang): those go into the pending asks together, and their
+        pending resources are added up by size."""
+        mine = self.asks
+        fresh: list[Ask] = []
+        for ask in asks:
+            key = ask.allocation_key
+            if key in mine or ask.placeholder or ask.gang is not None or ask.pending <= 0:
+                if fresh:
+                    self._add_fresh(fresh, delta)
+                    fresh = []
+                self.add_ask(ask, delta)
+            else:
+                mine[key] = ask
+                fresh.append(ask)
+        if fresh:
+            self._add_fresh(fresh, delta)
+
+    def _add_fresh(self, asks: list[Ask], delta: Res) -> None:
+        """The usual asks of ``add_asks``, already in ``self.asks``."""
+        had_pending = bool(self.pending_asks)
+        moved = self.pending_asks.extend(asks)
+        by_size: dict[Size, int] = {}
+        for ask in asks:
+            size = ask.size
+            by_size[size] = by_size.get(size, 0) + ask.pending
+        for size, count in by_size.items():
+            for name, v in size:
+                delta[name] = delta.get(name, 0) + v * count
+        if not had_pending:
             self._tell_queue()
         if moved:
             self._priority_moved()
