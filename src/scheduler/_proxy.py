@@ -40,6 +40,7 @@ from scheduler._events import (
 from scheduler._gang_tags import GangTagError, has_gang_tags, parse_gang
 from scheduler._priority import MAX_PRIORITY, MIN_PRIORITY
 from scheduler._quantity import INT64_MAX, quantity_problem
+from scheduler._resources import Size
 
 __all__ = ["DEFAULT_PARTITION", "RMProxy", "RMRecord", "check_rm_id"]
 
@@ -164,6 +165,7 @@ class RMProxy:
 
     def __init__(self) -> None:
         self.rms: dict[str, RMRecord] = {}
+        self._sizes: _Sizes = {}  # asks of the same resource share it (``_plain_ask``)
 
     def rm(self, request: Any, expected: type) -> RMRecord:
         if type(request) is not expected:
@@ -375,10 +377,11 @@ class RMProxy:
         AskType = si.AllocationAsk
         # ``routed``'s entry of each raw partition name of this request already checked
         by_raw: dict[str, dict[str, list[Any]]] = {}
+        sizes = self._sizes
         for ask in asks:
             if type(ask) is not AskType:
                 raise SchedulerError(f"AllocationRequest.asks holds a {type(ask).__name__}")
-            spec = _plain_ask(ask)
+            spec = _plain_ask(ask, sizes)
             raw = ask.partition_name
             per_app = by_raw.get(raw) if type(raw) is str else None
             if spec is None or per_app is None:
@@ -522,12 +525,30 @@ class RMProxy:
 
 
 _REQUIRED_NODE = si.DOMAIN_YUNIKORN + si.KEY_REQUIRED_NODE
+# A resource's names and quantities, flat, to its map (zero entries dropped) and size.
+_Sizes = dict[tuple[str | int, ...], tuple[dict[str, int], Size]]
+_SIZES_MAX = 4096  # distinct resources kept; past it the cache starts over
 
 
-def _plain_ask(ask: si.AllocationAsk) -> AskSpec | None:
+def _share(sizes: _Sizes, key: tuple[str | int, ...]) -> tuple[dict[str, int], Size]:
+    if len(sizes) >= _SIZES_MAX:
+        sizes.clear()
+    resource: dict[str, int] = {}
+    for at in range(0, len(key), 2):
+        name, value = key[at], key[at + 1]
+        if value:
+            resource[str(name)] = int(value)
+    shared = sizes[key] = (resource, tuple(resource.items()))
+    return shared
+
+
+def _plain_ask(ask: si.AllocationAsk, sizes: _Sizes) -> AskSpec | None:
     """The ask, built in one pass, when all of it is well-formed and it is no gang member
     (the hot path: what a sound RM sends). ``None`` for anything else: ``RMProxy._ask``
-    then checks it step by step, and names what is wrong. Raises nothing."""
+    then checks it step by step, and names what is wrong. Raises nothing.
+
+    Asks of the same resource share its map and size (``sizes``): an ask's resource is
+    read-only, as an allocation's is."""
     key = ask.allocation_key
     app_id = ask.application_id
     res = ask.resource_ask
@@ -555,15 +576,20 @@ def _plain_ask(ask: si.AllocationAsk) -> AskSpec | None:
         and (group or not placeholder)
     ):
         return None
-    resource: dict[str, int] = {}
+    flat: list[str | int] = []
     for name, q in res.resources.items():
         if type(q) is not _Quantity or type(name) is not str:
             return None
         value = q.value
         if type(value) is not int or not 0 <= value <= INT64_MAX:
             return None
-        if value:
-            resource[name] = value
+        flat.append(name)
+        flat.append(value)
+    entries = tuple(flat)
+    shared = sizes.get(entries)
+    if shared is None:
+        shared = _share(sizes, entries)
+    resource, size = shared
     if not resource:
         return None
     tags = ask.tags
@@ -578,7 +604,7 @@ def _plain_ask(ask: si.AllocationAsk) -> AskSpec | None:
             application_id=app_id,
             resource=resource,
             pending=1,
-            size=tuple(resource.items()),
+            size=size,
         )
     else:
         required = ""
@@ -596,7 +622,7 @@ def _plain_ask(ask: si.AllocationAsk) -> AskSpec | None:
         execution_timeout_ms=timeout,
         required_node=required,
         pending=count,
-        size=tuple(resource.items()),
+        size=size,
     )
 
 
