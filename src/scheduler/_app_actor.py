@@ -99,24 +99,8 @@ class ApplicationActor(GangFlows, Actor):
                 p.outbox.reject_ask(ask, f"application {app.application_id} is {app.state}")
             return
         delta: Res = {}
-        now = p.clock()
         seq = p.take_seq(len(asks))
-        mine = app.asks
-        fresh: list[Ask] = []  # the usual asks, in order: new keys, no permit gang
-        for ask in asks:
-            ask.seq = seq
-            seq += 1
-            ask.created = now
-            ask.pending = ask.max_allocations
-            if ask.gang is None and ask.allocation_key not in mine:
-                fresh.append(ask)
-                continue
-            if fresh:
-                app.add_asks(fresh, delta)
-                fresh = []
-            self._update_ask(ask, delta)
-        if fresh:
-            app.add_asks(fresh, delta)
+        app.add_asks(asks, delta, seq=seq, now=p.clock(), other=self._update_ask)
         if delta:
             app.apply_pending(delta)
             app.queue.add_pending(delta)
@@ -134,7 +118,8 @@ class ApplicationActor(GangFlows, Actor):
             p.asks_came()
 
     def _update_ask(self, ask: Ask, delta: Res) -> None:
-        """``ask`` replaces one of the same key, or is a permit gang member."""
+        """An ask of ``update_asks`` that is not the usual (``Application.add_asks``): it
+        replaces one of the same key, is a placeholder or a permit gang member."""
         app, p = self.app, self.partition
         old = app.asks.get(ask.allocation_key)
         if old is not None:

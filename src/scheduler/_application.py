@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
@@ -371,33 +371,47 @@ class Application:
         if moved:
             self._priority_moved()
 
-    def add_asks(self, asks: Iterable[Ask], delta: Res) -> None:
-        """``add_ask`` each of ``asks``, in order; cheaper for the usual ask (a new key, no
-        placeholder, no permit gang): those go into the pending asks together, and their
-        pending resources are added up by size."""
+    def add_asks(
+        self,
+        asks: Iterable[Ask],
+        delta: Res,
+        *,
+        seq: int,
+        now: float,
+        other: Callable[[Ask, Res], None] | None = None,
+    ) -> None:
+        """Take in new asks, in order: each is numbered (from ``seq``), stamped (``now``)
+        and wants ``max_allocations``; then the usual ask (a key new here, no placeholder,
+        no permit gang) is added at once, and any other goes to ``other`` (``add_ask``
+        when there is none). As ``add_ask``, adds the change of pending resources to
+        ``delta``; those of the usual asks are added up by size."""
         mine = self.asks
         fresh: list[Ask] = []
-        for ask in asks:
-            key = ask.allocation_key
-            if key in mine or ask.placeholder or ask.gang is not None or ask.pending <= 0:
-                if fresh:
-                    self._add_fresh(fresh, delta)
-                    fresh = []
-                self.add_ask(ask, delta)
-            else:
-                mine[key] = ask
-                fresh.append(ask)
-        if fresh:
-            self._add_fresh(fresh, delta)
-
-    def _add_fresh(self, asks: list[Ask], delta: Res) -> None:
-        """The usual asks of ``add_asks``, already in ``self.asks``."""
-        had_pending = bool(self.pending_asks)
-        moved = self.pending_asks.extend(asks)
         by_size: dict[Size, int] = {}
         for ask in asks:
-            size = ask.size
-            by_size[size] = by_size.get(size, 0) + ask.pending
+            ask.seq = seq
+            seq += 1
+            ask.created = now
+            pending = ask.pending = ask.max_allocations
+            key = ask.allocation_key
+            if key not in mine and ask.gang is None and not ask.placeholder and pending > 0:
+                mine[key] = ask
+                fresh.append(ask)
+                size = ask.size
+                by_size[size] = by_size.get(size, 0) + pending
+                continue
+            if fresh:
+                self._add_fresh(fresh, by_size, delta)
+                fresh, by_size = [], {}
+            (other or self.add_ask)(ask, delta)
+        if fresh:
+            self._add_fresh(fresh, by_size, delta)
+
+    def _add_fresh(self, asks: list[Ask], by_size: dict[Size, int], delta: Res) -> None:
+        """The usual asks of ``add_asks`` (already in ``self.asks``) and their pending
+        allocations by size."""
+        had_pending = bool(self.pending_asks)
+        moved = self.pending_asks.extend(asks)
         for size, count in by_size.items():
             for name, v in size:
                 delta[name] = delta.get(name, 0) + v * count

@@ -354,7 +354,7 @@ def _intake(app: Application) -> object:
     st.lists(
         st.tuples(
             st.sampled_from("abcde"),  # keys repeat: replacements, in one batch too
-            st.integers(0, 3),  # count (0: nothing pending)
+            st.integers(0, 3),  # max allocations (0: nothing pending)
             st.sampled_from([0, 0, 5, -1]),  # priority
             st.booleans(),  # placeholder
             st.integers(1, 3),  # memory
@@ -366,7 +366,8 @@ def _intake(app: Application) -> object:
 def test_add_asks_is_add_ask_one_by_one(
     spec: list[tuple[str, int, int, bool, int]], split: int
 ) -> None:
-    """The batch intake ends where adding each ask in turn ends, whatever the mix."""
+    """The batch intake ends where numbering, stamping and adding each ask in turn ends,
+    whatever the mix."""
     state = []
     for batch in (False, True):
         app = make_app()
@@ -375,8 +376,7 @@ def test_add_asks_is_add_ask_one_by_one(
                 allocation_key=key,
                 application_id="app-1",
                 resource={"memory": memory},
-                max_allocations=max(count, 1),
-                pending=count,
+                max_allocations=count,
                 priority=priority,
                 placeholder=placeholder,
                 task_group_name="tg" if placeholder else "",
@@ -387,10 +387,12 @@ def test_add_asks_is_add_ask_one_by_one(
         deltas = []
         for part in (asks[:split], asks[split:]):  # the second part meets the first's asks
             delta: Res = {}
+            seq = part[0].seq if part else 0
             if batch:
-                app.add_asks(part, delta)
+                app.add_asks(part, delta, seq=seq, now=5.0)
             else:
-                for ask in part:
+                for n, ask in enumerate(part):
+                    ask.seq, ask.created, ask.pending = seq + n, 5.0, ask.max_allocations
                     app.add_ask(ask, delta)
             app.apply_pending(delta)
             deltas.append({k: v for k, v in delta.items() if v})
