@@ -8,9 +8,11 @@ partition half-checked.
 
 Every resource the RM sends (ask, node capacity and occupied, existing allocation,
 placeholder ask) goes through ``_resource``: each quantity an int from 0 to int64's max
-(``_quantity.quantity_problem`` words the reason). A placeholder, ask or recovered
-allocation, must name its task group, as YuniKorn's ``NewAllocationAskFromSI`` and
-``NewAllocationFromSI`` require.
+(``_quantity.quantity_problem`` words the reason). Asks have a hot path, ``_plain_ask``:
+it checks and builds a well-formed ask in one pass and leaves any other to ``_ask``,
+which checks it step by step, so a bad ask gets the same reason either way. A
+placeholder, ask or recovered allocation, must name its task group, as YuniKorn's
+``NewAllocationAskFromSI`` and ``NewAllocationFromSI`` require.
 """
 
 from __future__ import annotations
@@ -597,7 +599,7 @@ def _plain_ask(ask: si.AllocationAsk, sizes: _Sizes) -> AskSpec | None:
         if type(tags) is not dict or has_gang_tags(tags):
             return None
         required = tags.get(_REQUIRED_NODE, "")
-    elif not (count > 1 or priority or group or originator or timeout):
+    elif type(tags) is dict and not (count > 1 or priority or group or originator or timeout):
         # the usual ask: every other field its default (a placeholder names its group)
         return AskSpec(
             allocation_key=key,

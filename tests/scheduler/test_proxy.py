@@ -697,6 +697,8 @@ ONE_PASS_ASKS: list[si.AllocationAsk] = [
     ask(tags={si.DOMAIN_YUNIKORN + si.KEY_REQUIRED_NODE: "n9", "x": "y"}),
     ask(task_group_name="tg", placeholder=True, execution_timeout_milliseconds=5),
     ask(task_group_name="tg", originator=True),
+    ask(tags=cast(Any, None)),
+    ask(tags=cast(Any, None), priority=2),
     ask(tags={TAG_NAME: "g", TAG_MIN_AVAILABLE: "2"}),
     # what only the step-by-step check takes, or rejects
     ask(placeholder=True),
