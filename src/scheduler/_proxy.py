@@ -600,7 +600,7 @@ def _plain_ask(ask: si.AllocationAsk, sizes: _Sizes) -> AskSpec | None:
             return None
         required = tags.get(_REQUIRED_NODE, "")
     elif type(tags) is dict and not (count > 1 or priority or group or originator or timeout):
-        # the usual ask: every other field its default (a placeholder names its group)
+        # the usual ask: every other field at its default (a placeholder has a group)
         return AskSpec(
             allocation_key=key,
             application_id=app_id,
