@@ -99,27 +99,8 @@ class ApplicationActor(GangFlows, Actor):
                 p.outbox.reject_ask(ask, f"application {app.application_id} is {app.state}")
             return
         delta: Res = {}
-        now = p.clock()
         seq = p.take_seq(len(asks))
-        for ask in asks:
-            old = app.asks.get(ask.allocation_key)
-            if old is not None:
-                if app.reservations:
-                    p.reservations.release_ask(app, old)
-                if old.gang is not None:
-                    p.permits.ask_removed(app, old)  # its tentative members go with it
-            ask.seq = seq
-            seq += 1
-            ask.created = now
-            ask.pending = ask.max_allocations
-            if ask.gang is not None:
-                reason = p.permits.admit(app, ask)
-                if reason:
-                    if old is not None:
-                        self.remove_ask(ask.allocation_key)  # replaced, and refused
-                    p.outbox.reject_ask(ask, reason)
-                    continue
-            app.add_ask(ask, delta)
+        app.add_asks(asks, delta, seq=seq, now=p.clock(), other=self._update_ask)
         if delta:
             app.apply_pending(delta)
             app.queue.add_pending(delta)
@@ -135,6 +116,25 @@ class ApplicationActor(GangFlows, Actor):
             if app.state in (AppState.NEW, AppState.COMPLETING):
                 self.transition(AppEvent.RUN)
             p.asks_came()
+
+    def _update_ask(self, ask: Ask, delta: Res) -> None:
+        """An ask of ``update_asks`` that is not the usual (``Application.add_asks``): it
+        replaces one of the same key, is a placeholder or a permit gang member."""
+        app, p = self.app, self.partition
+        old = app.asks.get(ask.allocation_key)
+        if old is not None:
+            if app.reservations:
+                p.reservations.release_ask(app, old)
+            if old.gang is not None:
+                p.permits.ask_removed(app, old)  # its tentative members go with it
+        if ask.gang is not None:
+            reason = p.permits.admit(app, ask)
+            if reason:
+                if old is not None:
+                    self.remove_ask(ask.allocation_key)  # replaced, and refused
+                p.outbox.reject_ask(ask, reason)
+                return
+        app.add_ask(ask, delta)
 
     def release_asks(self, keys: Iterable[str]) -> None:
         """The RM withdraws asks (all of them when ``keys`` is empty)."""

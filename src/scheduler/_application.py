@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from enum import StrEnum
 from itertools import chain
 from typing import TYPE_CHECKING
 
 from scheduler._objects import Allocation, Ask, Reservation
 from scheduler._priority import MIN_PRIORITY, app_priority_moved
-from scheduler._resources import Res, add_into, add_scaled_into, fits, sub_into
+from scheduler._resources import Res, Size, add_into, add_scaled_into, fits, sub_into
 
 if TYPE_CHECKING:
     from scheduler._gang import Replacement
@@ -198,6 +198,30 @@ class PendingAsks:
         self._priorities.append(ask.priority)
         self._priorities.sort(reverse=True)
         return True
+
+    def extend(self, asks: Iterable[Ask]) -> bool:
+        """``add`` each of ``asks`` (no permit gang member among them), in order; True if
+        a priority is new here."""
+        moved = False
+        if self._ordered:
+            for ask in asks:
+                moved = self.add(ask) or moved
+            return moved
+        buckets = self._buckets
+        priority: int | None = None
+        append = None
+        for ask in asks:
+            if ask.priority != priority:
+                priority = ask.priority
+                found = buckets.get(priority)
+                if found is None:
+                    moved = self.add(ask) or moved
+                    append = buckets[priority].append
+                    continue
+                append = found.append
+            assert append is not None
+            append(ask)
+        return moved
 
     def remove(self, ask: Ask) -> bool:
         """Remove ``ask``; True if it was the last of its priority."""
@@ -392,6 +416,55 @@ class Application:
             moved = self.pending_asks.add(ask) or moved
             add_scaled_into(delta, ask.resource, ask.pending)
         if had_pending != bool(self.pending_asks):
+            self._tell_queue()
+        if moved:
+            self._priority_moved()
+
+    def add_asks(
+        self,
+        asks: Iterable[Ask],
+        delta: Res,
+        *,
+        seq: int,
+        now: float,
+        other: Callable[[Ask, Res], None] | None = None,
+    ) -> None:
+        """Take in new asks, in order: each is numbered (from ``seq``), stamped (``now``)
+        and wants ``max_allocations``; then the usual ask (a key new here, no placeholder,
+        no permit gang) is added at once, and any other goes to ``other`` (``add_ask``
+        when there is none). As ``add_ask``, adds the change of pending resources to
+        ``delta``; those of the usual asks are added up by size."""
+        mine = self.asks
+        fresh: list[Ask] = []
+        by_size: dict[Size, int] = {}
+        for ask in asks:
+            ask.seq = seq
+            seq += 1
+            ask.created = now
+            pending = ask.pending = ask.max_allocations
+            key = ask.allocation_key
+            if key not in mine and ask.gang is None and not ask.placeholder and pending > 0:
+                mine[key] = ask
+                fresh.append(ask)
+                size = ask.size
+                by_size[size] = by_size.get(size, 0) + pending
+                continue
+            if fresh:
+                self._add_fresh(fresh, by_size, delta)
+                fresh, by_size = [], {}
+            (other or self.add_ask)(ask, delta)
+        if fresh:
+            self._add_fresh(fresh, by_size, delta)
+
+    def _add_fresh(self, asks: list[Ask], by_size: dict[Size, int], delta: Res) -> None:
+        """The usual asks of ``add_asks`` (already in ``self.asks``) and their pending
+        allocations by size."""
+        had_pending = bool(self.pending_asks)
+        moved = self.pending_asks.extend(asks)
+        for size, count in by_size.items():
+            for name, v in size:
+                delta[name] = delta.get(name, 0) + v * count
+        if not had_pending:
             self._tell_queue()
         if moved:
             self._priority_moved()

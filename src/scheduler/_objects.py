@@ -72,6 +72,7 @@ class Ask(msgspec.Struct, kw_only=True, gc=False, repr_omit_defaults=True):
 
     The RM proxy builds it from a checked SI ``AllocationAsk`` and hands it to the partition,
     which numbers it (``seq``, for age order), stamps ``created`` and then owns it.
+    ``resource`` is read-only: asks of the same resource share one map (and ``size``).
     """
 
     allocation_key: str

@@ -8,9 +8,11 @@ partition half-checked.
 
 Every resource the RM sends (ask, node capacity and occupied, existing allocation,
 placeholder ask) goes through ``_resource``: each quantity an int from 0 to int64's max
-(``_quantity.quantity_problem`` words the reason). A placeholder, ask or recovered
-allocation, must name its task group, as YuniKorn's ``NewAllocationAskFromSI`` and
-``NewAllocationFromSI`` require.
+(``_quantity.quantity_problem`` words the reason). Asks have a hot path, ``_plain_ask``:
+it checks and builds a well-formed ask in one pass and leaves any other to ``_ask``,
+which checks it step by step, so a bad ask gets the same reason either way. A
+placeholder, ask or recovered allocation, must name its task group, as YuniKorn's
+``NewAllocationAskFromSI`` and ``NewAllocationFromSI`` require.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from scheduler._events import (
 from scheduler._gang_tags import GangTagError, has_gang_tags, parse_gang
 from scheduler._priority import MAX_PRIORITY, MIN_PRIORITY
 from scheduler._quantity import INT64_MAX, quantity_problem
+from scheduler._resources import Size
 
 __all__ = ["DEFAULT_PARTITION", "RMProxy", "RMRecord", "check_rm_id"]
 
@@ -164,6 +167,7 @@ class RMProxy:
 
     def __init__(self) -> None:
         self.rms: dict[str, RMRecord] = {}
+        self._sizes: _Sizes = {}  # asks of the same resource share it (``_plain_ask``)
 
     def rm(self, request: Any, expected: type) -> RMRecord:
         if type(request) is not expected:
@@ -373,29 +377,28 @@ class RMProxy:
     ) -> list[si.RejectedAllocationAsk]:
         rejected: list[si.RejectedAllocationAsk] = []
         AskType = si.AllocationAsk
-        known: dict[str, str] = {}  # partition names of this request already checked
+        # ``routed``'s entry of each raw partition name of this request already checked
+        by_raw: dict[str, dict[str, list[Any]]] = {}
+        sizes = self._sizes
         for ask in asks:
             if type(ask) is not AskType:
                 raise SchedulerError(f"AllocationRequest.asks holds a {type(ask).__name__}")
-            try:
-                spec = self._ask(ask)
-                name = self._partition_name(rm, ask.partition_name, known)
-            except _MALFORMED as bad:
-                rejected.append(
-                    si.RejectedAllocationAsk(
-                        allocation_key=ask.allocation_key
-                        if type(ask.allocation_key) is str
-                        else "",
-                        application_id=ask.application_id
-                        if type(ask.application_id) is str
-                        else "",
-                        reason=_reason(bad),
-                    )
-                )
-                continue
-            per_app = routed.get(name)
-            if per_app is None:
-                per_app = routed[name] = {}
+            spec = _plain_ask(ask, sizes)
+            raw = ask.partition_name
+            per_app = by_raw.get(raw) if type(raw) is str else None
+            if spec is None or per_app is None:
+                try:
+                    if spec is None:
+                        spec = self._ask(ask)
+                    if per_app is None:
+                        name = self._partition(rm, raw)[0]
+                        per_app = routed.get(name)
+                        if per_app is None:
+                            per_app = routed[name] = {}
+                        by_raw[raw] = per_app
+                except _MALFORMED as bad:
+                    rejected.append(_rejected_ask(ask, bad))
+                    continue
             specs = per_app.get(spec.application_id)
             if specs is None:
                 per_app[spec.application_id] = [spec]
@@ -521,6 +524,117 @@ class RMProxy:
             (rm.app(name, app_id), AllocationsReleased(application_id=app_id, releases=tuple(rels)))
             for (name, app_id), rels in grouped.items()
         ]
+
+
+_REQUIRED_NODE = si.DOMAIN_YUNIKORN + si.KEY_REQUIRED_NODE
+# A resource's names and quantities, flat, to its map (zero entries dropped) and size.
+_Sizes = dict[tuple[str | int, ...], tuple[dict[str, int], Size]]
+_SIZES_MAX = 4096  # distinct resources kept; past it the cache starts over
+
+
+def _share(sizes: _Sizes, key: tuple[str | int, ...]) -> tuple[dict[str, int], Size]:
+    if len(sizes) >= _SIZES_MAX:
+        sizes.clear()
+    resource: dict[str, int] = {}
+    for at in range(0, len(key), 2):
+        name, value = key[at], key[at + 1]
+        if value:
+            resource[str(name)] = int(value)
+    shared = sizes[key] = (resource, tuple(resource.items()))
+    return shared
+
+
+def _plain_ask(ask: si.AllocationAsk, sizes: _Sizes) -> AskSpec | None:
+    """The ask, built in one pass, when all of it is well-formed and it is no gang member
+    (the hot path: what a sound RM sends). ``None`` for anything else: ``RMProxy._ask``
+    then checks it step by step, and names what is wrong. Raises nothing.
+
+    Asks of the same resource share its map and size (``sizes``): an ask's resource is
+    read-only, as an allocation's is."""
+    key = ask.allocation_key
+    app_id = ask.application_id
+    res = ask.resource_ask
+    count = ask.max_allocations
+    priority = ask.priority
+    timeout = ask.execution_timeout_milliseconds
+    group = ask.task_group_name
+    placeholder = ask.placeholder
+    originator = ask.originator
+    if not (
+        type(key) is str
+        and key
+        and type(app_id) is str
+        and app_id
+        and type(res) is _Resource
+        and type(res.resources) is dict
+        and type(count) is int
+        and count >= 0
+        and type(priority) is int
+        and MIN_PRIORITY <= priority <= MAX_PRIORITY
+        and type(timeout) is int
+        and type(group) is str
+        and type(placeholder) is bool
+        and type(originator) is bool
+        and (group or not placeholder)
+    ):
+        return None
+    flat: list[str | int] = []
+    for name, q in res.resources.items():
+        if type(q) is not _Quantity or type(name) is not str:
+            return None
+        value = q.value
+        if type(value) is not int or not 0 <= value <= INT64_MAX:
+            return None
+        flat.append(name)
+        flat.append(value)
+    entries = tuple(flat)
+    shared = sizes.get(entries)
+    if shared is None:
+        shared = _share(sizes, entries)
+    resource, size = shared
+    if not resource:
+        return None
+    tags = ask.tags
+    if tags:
+        if type(tags) is not dict or has_gang_tags(tags):
+            return None
+        required = tags.get(_REQUIRED_NODE, "")
+    elif type(tags) is dict and not (count > 1 or priority or group or originator or timeout):
+        # the usual ask: every other field at its default (a placeholder has a group)
+        return AskSpec(
+            allocation_key=key,
+            application_id=app_id,
+            resource=resource,
+            pending=1,
+            size=size,
+        )
+    else:
+        required = ""
+    count = count or 1
+    return AskSpec(
+        allocation_key=key,
+        application_id=app_id,
+        resource=resource,
+        max_allocations=count,
+        priority=priority,
+        tags=tags,
+        task_group_name=group,
+        placeholder=placeholder,
+        originator=originator,
+        execution_timeout_ms=timeout,
+        required_node=required,
+        pending=count,
+        size=size,
+    )
+
+
+def _rejected_ask(ask: si.AllocationAsk, bad: Exception) -> si.RejectedAllocationAsk:
+    key, app_id = ask.allocation_key, ask.application_id
+    return si.RejectedAllocationAsk(
+        allocation_key=key if type(key) is str else "",
+        application_id=app_id if type(app_id) is str else "",
+        reason=_reason(bad),
+    )
 
 
 # Enum calls are slow; a release per replacement confirmation comes through here.

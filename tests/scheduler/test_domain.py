@@ -389,6 +389,67 @@ def test_add_ask_reports_and_applies_pending() -> None:
     assert not app.is_idle
 
 
+def _intake(app: Application) -> object:
+    return (
+        list(app.asks.items()),
+        list(app.pending_asks),
+        app.pending,
+        app.priority,
+        app.placeholders_wanted,
+        {name: g.count for name, g in app.task_groups.items()},
+    )
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from("abcde"),  # keys repeat: replacements, in one batch too
+            st.integers(0, 3),  # max allocations (0: nothing pending)
+            st.sampled_from([0, 0, 5, -1]),  # priority
+            st.booleans(),  # placeholder
+            st.integers(1, 3),  # memory
+        ),
+        max_size=12,
+    ),
+    st.integers(0, 12),
+)
+def test_add_asks_is_add_ask_one_by_one(
+    spec: list[tuple[str, int, int, bool, int]], split: int
+) -> None:
+    """The batch intake ends where numbering, stamping and adding each ask in turn ends,
+    whatever the mix."""
+    state = []
+    for batch in (False, True):
+        app = make_app()
+        asks = [
+            Ask(
+                allocation_key=key,
+                application_id="app-1",
+                resource={"memory": memory},
+                max_allocations=count,
+                priority=priority,
+                placeholder=placeholder,
+                task_group_name="tg" if placeholder else "",
+                seq=n,
+            )
+            for n, (key, count, priority, placeholder, memory) in enumerate(spec)
+        ]
+        deltas = []
+        for part in (asks[:split], asks[split:]):  # the second part meets the first's asks
+            delta: Res = {}
+            seq = part[0].seq if part else 0
+            if batch:
+                app.add_asks(part, delta, seq=seq, now=5.0)
+            else:
+                for n, ask in enumerate(part):
+                    ask.seq, ask.created, ask.pending = seq + n, 5.0, ask.max_allocations
+                    app.add_ask(ask, delta)
+            app.apply_pending(delta)
+            deltas.append({k: v for k, v in delta.items() if v})
+        state.append((_intake(app), deltas))
+    assert state[0] == state[1]
+
+
 def test_add_ask_with_the_same_key_replaces_it() -> None:
     app = make_app()
     add_asks(app, make_ask("a", memory=10, count=3))

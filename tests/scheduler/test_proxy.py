@@ -18,7 +18,8 @@ from scheduler._events import (
     NodesUpdated,
     Outbound,
 )
-from scheduler._proxy import RMProxy, RMRecord
+from scheduler._gang_tags import TAG_MIN_AVAILABLE, TAG_NAME
+from scheduler._proxy import RMProxy, RMRecord, _plain_ask
 
 RM = "rm-1"
 
@@ -685,3 +686,50 @@ def test_braces_in_an_id_do_not_break_the_rejection(env: Env, node_id: str) -> N
     (rejected,) = out.payload.rejected
     assert rejected.node_id == node_id and "must be an si.Resource" in rejected.reason
     assert env.default.told == []
+
+
+# ============================================================================ the one-pass ask
+ONE_PASS_ASKS: list[si.AllocationAsk] = [
+    ask(),
+    ask(count=0),
+    ask(count=5, priority=-3),
+    ask(resource=si.Resource.of(memory=64, vcore=0, gpu=2)),
+    ask(tags={si.DOMAIN_YUNIKORN + si.KEY_REQUIRED_NODE: "n9", "x": "y"}),
+    ask(task_group_name="tg", placeholder=True, execution_timeout_milliseconds=5),
+    ask(task_group_name="tg", originator=True),
+    ask(tags=cast(Any, None)),
+    ask(tags=cast(Any, None), priority=2),
+    ask(tags={TAG_NAME: "g", TAG_MIN_AVAILABLE: "2"}),
+    # what only the step-by-step check takes, or rejects
+    ask(placeholder=True),
+    ask(key=""),
+    ask(app_id=""),
+    ask(resource=si.Resource.of(memory=0)),
+    ask(resource=si.Resource.of(memory=-1)),
+    ask(resource=si.Resource(resources={"memory": cast(Any, 5)})),
+    ask(count=-1),
+    ask(priority=1 << 40),
+    ask(placeholder=cast(Any, 1), task_group_name="tg"),
+    ask(tags=cast(Any, [("a", "b")])),
+]
+
+
+@pytest.mark.parametrize("item", ONE_PASS_ASKS)
+def test_the_one_pass_ask_is_the_checked_ask(env: Env, item: si.AllocationAsk) -> None:
+    """``_plain_ask`` builds what ``_ask`` builds, or leaves the ask to it."""
+    plain = _plain_ask(item, {})
+    try:
+        checked = env.proxy._ask(item)
+    except Exception:
+        assert plain is None
+        return
+    assert plain is None or plain == checked
+
+
+def test_asks_of_one_resource_share_its_map(env: Env) -> None:
+    env.proxy.update_allocation(asks_request(ask("a"), ask("b"), ask("c", count=2)))
+    [msg] = env.default.told
+    first, *rest = msg.asks
+    assert [a.allocation_key for a in msg.asks] == ["a", "b", "c"]
+    assert all(a.resource is first.resource and a.size is first.size for a in rest)
+    assert first.resource == {"memory": 10, "vcore": 1}
