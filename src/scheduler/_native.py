@@ -72,6 +72,7 @@ _QUERIES: dict[str, int] = {
     "get_group_usage": 1,
     "state_dump": 0,
     "get_resource_managers": 0,
+    "stop_resource_manager": 1,  # only the RM this connection registered
 }
 
 
@@ -397,8 +398,22 @@ class Session:
             raise SchedulerError(f"unknown query {call.method!r}")
         if len(call.args) != expected:
             raise SchedulerError(f"{call.method} takes {expected} arguments, got {len(call.args)}")
+        if call.method == "stop_resource_manager":
+            return await self._stop(call.args[0])
         method: Callable[..., Any] = getattr(self.server.core, call.method)
         return await method(*call.args)
+
+    async def _stop(self, rm_id: str) -> None:
+        """The RM of this connection shuts down of its own accord: Stopped, not Paused, and
+        the connection's end then changes nothing. Another RM is not this one's to stop."""
+        if rm_id != self.rm_id:
+            mine = f"{self.rm_id!r}" if self.rm_id else "none yet"
+            raise SchedulerError(
+                f"a connection may stop only the resource manager it registered ({mine}), "
+                f"not {rm_id!r}"
+            )
+        await self.server.core.stop_resource_manager(rm_id)
+        self.log.info("resource manager {} stopped of its own accord", rm_id)
 
     # ====================================================================== callbacks
     def push(self, data: bytes) -> None:

@@ -269,6 +269,12 @@ class RemoteCore:
         result: list[dict[str, Any]] = await self._query("get_resource_managers")
         return result
 
+    async def stop_resource_manager(self, rm_id: str) -> None:
+        """The RM this connection registered shuts down of its own accord
+        (``Core.stop_resource_manager``): it is Stopped at once, where closing the
+        connection would only pause it. Another RM's id is refused."""
+        await self._query("stop_resource_manager", rm_id)
+
     async def _query(self, method: str, *args: str) -> Any:
         for arg in args:
             if not isinstance(arg, str):

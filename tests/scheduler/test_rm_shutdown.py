@@ -3,15 +3,20 @@ Paused RM Stopped at once, its state dropped and its id and partitions free."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 import scheduler
 from scheduler import SchedulerError, si
+from scheduler.client import connect
 from scheduler.testing import ManualClock, RecordingCallback, Scenario
+
+from .test_daemon import Daemon
 
 pytestmark = pytest.mark.asyncio
 
@@ -107,3 +112,37 @@ async def test_stopping_again_does_nothing_and_an_unknown_or_bad_id_is_an_error(
             await core.stop_resource_manager("nobody")
         with pytest.raises(SchedulerError):
             await core.stop_resource_manager("")
+
+
+# ========================================================================= the daemon
+async def test_an_rm_stops_of_its_own_accord_over_the_native_transport(tmp_path: Path) -> None:
+    d = Daemon(tmp_path, "--rm-timeout", "30")
+    try:
+        async with connect(d.address) as remote:
+            s = Scenario(remote, ManualClock())
+            await s.register(QUEUES)
+            await s.add_nodes("n1")
+            other = Scenario(remote, ManualClock(), rm_id="rm-2")
+            with pytest.raises(SchedulerError, match="may stop only the resource manager it"):
+                await remote.stop_resource_manager("rm-2")  # not this connection's RM
+            await remote.stop_resource_manager("rm-1")
+            assert {k: v["state"] for k, v in (await rms(remote)).items()} == {"rm-1": "Stopped"}
+            assert await remote.get_partitions() == []
+            # the partition is free at once, for this connection too
+            await other.register(QUEUES.replace("- name: a", "- name: b"))
+            [part] = await remote.get_partitions()
+            assert part["totalNodes"] == 0
+        # closing the connection now pauses nobody: rm-1 is Stopped, rm-2 was registered
+        # over it and is Paused as usual
+        async with connect(d.address) as watcher:
+            for _ in range(100):
+                states = {k: v["state"] for k, v in (await rms(watcher)).items()}
+                if states.get("rm-2") == "Paused":
+                    break
+                await asyncio.sleep(0.05)
+            assert states == {"rm-1": "Stopped", "rm-2": "Paused"}
+        assert "resource manager rm-1 stopped of its own accord" in d.logged()
+        assert "rm-1 lost its connection" not in d.logged()
+    finally:
+        assert d.stop() == 0, d.logged()
+    assert "Traceback" not in d.logged(), d.logged()
