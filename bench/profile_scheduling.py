@@ -49,7 +49,12 @@ CATEGORIES: list[tuple[str, str, str]] = [
     # the RM's requests coming in: checks, asks to the application, pending totals
     ("scheduler/_proxy.py", "*", "ingest (proxy checks)"),
     ("scheduler/_app_actor.py", "update_asks", "ingest (asks to applications)"),
+    ("scheduler/_app_actor.py", "_update_ask", "ingest (asks to applications)"),
     ("scheduler/_application.py", "add_ask", "ingest (asks to applications)"),
+    ("scheduler/_application.py", "add_asks", "ingest (asks to applications)"),
+    ("scheduler/_application.py", "_add_fresh", "ingest (asks to applications)"),
+    ("scheduler/_application.py", "extend", "ingest (asks to applications)"),
+    ("scheduler/_application.py", "append", "ingest (asks to applications)"),
     ("scheduler/_application.py", "apply_pending", "ingest (asks to applications)"),
     ("scheduler/_queue.py", "add_pending", "ingest (asks to applications)"),
     ("scheduler/_events.py", "*", "ingest (proxy checks)"),
