@@ -113,6 +113,7 @@ class Node:
         "attributes",
         "available",
         "capacity",
+        "index_factors",
         "index_key",
         "index_rank",
         "node_id",
@@ -139,6 +140,8 @@ class Node:
         # Its live entry in the NodeIndex heap (None: not indexed) and its rank by node id.
         self.index_key: int | None = None
         self.index_rank = 0
+        # Its NodeIndex's (resource name, weight / (capacity * total weight)) pairs.
+        self.index_factors: tuple[tuple[str, float], ...] = ()
         # The one reservation on this node (a scheduler.Reservation), or None.
         self.reserved: Reservation | None = None
         self.refresh_available()
@@ -242,20 +245,19 @@ class NodeIndex:
         self._next_rank = 0
         self._last_id = ""  # the greatest node id ranked so far
         self._rerank = False  # a node came in out of id order: rank them all again
-        # Per node: (resource name, weight / (capacity * total weight)) for the weighted
-        # resources the node has, so a score is one short sum.
-        self._factors: dict[str, tuple[tuple[str, float], ...]] = {}
 
     def _set_factors(self, node: Node) -> None:
         weights = [(n, w, node.capacity.get(n, 0)) for n, w in self.weights.items()]
         present = [(n, w, c) for n, w, c in weights if c > 0]
         total = sum(w for _, w, _ in present)
-        self._factors[node.node_id] = tuple((n, w / (c * total)) for n, w, c in present)
+        # (resource name, weight / (capacity * total weight)) for the weighted resources
+        # the node has, kept on the node, so a score is one short sum.
+        node.index_factors = tuple((n, w / (c * total)) for n, w, c in present)
 
     def _key(self, node: Node) -> int:
         allocated = node.allocated
         used = 0.0
-        for name, factor in self._factors[node.node_id]:
+        for name, factor in node.index_factors:
             used += allocated.get(name, 0) * factor
         score = int((1.0 - used if self._binpacking else used) * _SCORE_STEPS)
         return (score << _RANK_BITS) + node.index_rank
@@ -316,7 +318,7 @@ class NodeIndex:
     def discard(self, node: Node) -> None:
         if self.by_id.pop(node.node_id, None) is not None:
             node.index_key = None
-            del self._factors[node.node_id]
+            node.index_factors = ()
             if self._by_rank.get(node.index_rank) is node:
                 del self._by_rank[node.index_rank]
 
