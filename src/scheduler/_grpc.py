@@ -58,6 +58,7 @@ _QUERIES: dict[str, int] = {
     "get_group_usage": 1,
     "state_dump": 0,
     "get_resource_managers": 0,
+    "stop_resource_manager": 1,  # only the RM of the calling session
 }
 _CALLBACKS = frozenset(
     (
@@ -284,6 +285,9 @@ class GrpcServer:
                 raise SchedulerError(f"unknown query {method!r}")
             if len(args) != expected:
                 raise SchedulerError(f"{method} takes {expected} arguments, got {len(args)}")
+            if method == "stop_resource_manager":
+                await session.stop(args[0])
+                return pb.QueryResponse(json="null")
             function: Callable[..., Awaitable[Any]] = getattr(self.core, method)
             value = await function(*args)
             return pb.QueryResponse(json=_JSON.encode(value).decode())
@@ -324,6 +328,7 @@ class GrpcServer:
                 return
         session = await self._find(context, metadata, "" if first is None else first.rm_id)
         queue = session.open_stream(kind)
+        session.streams += 1
         seq = itertools.count(1)
 
         async def read() -> None:
@@ -344,6 +349,7 @@ class GrpcServer:
             reader.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await reader
+            session.stream_ended()
 
     async def _session(
         self, requests: AsyncIterator[pb.FromRM], context: grpc.aio.ServicerContext[Any, Any]
@@ -396,6 +402,7 @@ class GrpcSession:
         self._callback: ResourceManagerCallback | None = None  # registered with the core
         self.limits = server.limits
         self.pushed = 0  # messages queued for the RM that it counts (not acks)
+        self.streams = 0  # the Scheduler streams open in this session
         self.backlog = 0
         self.closing = ""
         self.draining = ""  # the daemon stops: no more calls are taken
@@ -454,8 +461,17 @@ class GrpcSession:
             await self._worker
         self.close(reason)
 
+    def stream_ended(self) -> None:
+        """One of the session's Scheduler streams ended. A plain client (no session
+        stream) whose last one ends, closed or broken, is gone once it registered, as a
+        native connection that ends is: its RM is Paused after the calls it sent ran."""
+        self.streams -= 1
+        if self.plain and not self.streams and self.rm_id:
+            self.log.info("the last SI stream of {} ended", self.rm_id)
+            self.gone()
+
     def gone(self) -> None:
-        """The RM closed its session stream."""
+        """The RM closed its session stream (or a plain client its last SI stream)."""
         if not self.closing:
             self.closing = "the RM is gone"
             for kind in (_ALLOCATION, _APPLICATION, _NODE, _SESSION):
@@ -534,6 +550,18 @@ class GrpcSession:
                 self._reply(reply, error=_CallError(grpc.StatusCode.INTERNAL, "Error", message))
             else:
                 self._reply(reply, value=value)
+
+    async def stop(self, rm_id: str) -> None:
+        """The RM of this session shuts down of its own accord: Stopped, not Paused, and
+        the session's end then changes nothing. Another RM is not this one's to stop."""
+        if rm_id != self.rm_id:
+            mine = f"{self.rm_id!r}" if self.rm_id else "none yet"
+            raise SchedulerError(
+                f"a connection may stop only the resource manager it registered ({mine}), "
+                f"not {rm_id!r}"
+            )
+        await self.server.core.stop_resource_manager(rm_id)
+        self.log.info("resource manager {} stopped of its own accord", rm_id)
 
     def _reply(self, reply: Any, *, value: Any = None, error: _CallError | None = None) -> None:
         if isinstance(reply, asyncio.Future):

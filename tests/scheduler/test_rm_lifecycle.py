@@ -12,10 +12,13 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import grpc
 import pytest
 
 import scheduler
 from scheduler import SchedulerError, si
+from scheduler import _grpc_codec as codec
+from scheduler import si_pb2 as pb
 from scheduler.client import connect
 from scheduler.testing import ManualClock, RecordingCallback, Scenario
 
@@ -235,3 +238,50 @@ async def test_a_daemon_that_stops_does_not_pause_its_rms(tmp_path: Path) -> Non
         await s.register(QUEUES)
         assert d.stop() == 0, d.logged()
     assert "lost its connection" not in d.logged()
+
+
+async def test_a_plain_grpc_client_whose_streams_end_is_paused_then_stopped(
+    tmp_path: Path,
+) -> None:
+    """Only the spec's service (no extension session): when the last of its SI streams
+    ends, the RM is Paused as a lost native connection is, then Stopped."""
+    d = Daemon(tmp_path, "--rm-timeout", "1")
+    try:
+        async with connect(d.address) as watcher:
+            address = d.grpc.removeprefix("grpc://")
+            async with grpc.aio.insecure_channel(address) as channel:
+                register = channel.unary_unary(
+                    "/si.v1.Scheduler/RegisterResourceManager",
+                    request_serializer=pb.RegisterResourceManagerRequest.SerializeToString,
+                    response_deserializer=pb.RegisterResourceManagerResponse.FromString,
+                )
+                await register(pb.RegisterResourceManagerRequest(rm_id="plain", config=QUEUES))
+                open_stream = channel.stream_stream(
+                    "/si.v1.Scheduler/UpdateNode",
+                    request_serializer=pb.NodeRequest.SerializeToString,
+                    response_deserializer=pb.NodeResponse.FromString,
+                )
+                nodes, more = open_stream(None), open_stream(None)
+                node = si.NodeInfo(
+                    node_id="p1",
+                    action=si.ActionFromRM.CREATE,
+                    schedulable_resource=si.Resource.of(memory=10),
+                )
+                await nodes.write(pb.NodeRequest(rm_id="plain", nodes=[codec.to_proto(node)]))
+                response: Any = await nodes.read()
+                assert [n.node_id for n in response.accepted] == ["p1"]
+                await more.write(pb.NodeRequest(rm_id="plain"))
+                nodes.cancel()  # one stream of two ends: still Running
+                await asyncio.sleep(0.3)
+                assert await states(watcher) == {"plain": "Running"}
+                more.cancel()  # the last one
+                await _until(lambda: states(watcher), {"plain": "Paused"}, 5)
+                [part] = await watcher.get_partitions()
+                assert part["totalNodes"] == 1  # Paused: the state is kept
+            await _until(lambda: states(watcher), {"plain": "Stopped"}, 10)
+        logged = d.logged()
+        assert "the last SI stream of plain ended" in logged
+        assert "plain lost its connection: Paused" in logged
+    finally:
+        assert d.stop() == 0, d.logged()
+    assert "Traceback" not in d.logged(), d.logged()

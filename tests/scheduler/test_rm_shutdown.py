@@ -115,10 +115,13 @@ async def test_stopping_again_does_nothing_and_an_unknown_or_bad_id_is_an_error(
 
 
 # ========================================================================= the daemon
-async def test_an_rm_stops_of_its_own_accord_over_the_native_transport(tmp_path: Path) -> None:
+@pytest.mark.parametrize("transport", ["native", "grpc"])
+async def test_an_rm_stops_of_its_own_accord_over_a_transport(
+    tmp_path: Path, transport: str
+) -> None:
     d = Daemon(tmp_path, "--rm-timeout", "30")
     try:
-        async with connect(d.address) as remote:
+        async with connect(d.address if transport == "native" else d.grpc) as remote:
             s = Scenario(remote, ManualClock())
             await s.register(QUEUES)
             await s.add_nodes("n1")
