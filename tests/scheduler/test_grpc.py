@@ -3,6 +3,8 @@ every SI message, and the daemon scenario of ``test_daemon`` driven over ``grpc:
 
 from __future__ import annotations
 
+import importlib
+import os
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -421,8 +423,16 @@ async def test_sigterm_says_goodbye_over_grpc(tmp_path: Path) -> None:
 
 
 def test_the_generated_code_is_up_to_date(tmp_path: Path) -> None:
-    """si_pb2*.py are what ``nox -s proto`` makes of si.proto today."""
-    protoc = pytest.importorskip("grpc_tools.protoc")
+    """si_pb2*.py are what ``nox -s proto`` makes of si.proto today. grpcio-tools is in the
+    test extra; without it the check skips, or fails with ``$SCHEDULER_REQUIRE_PROTOC``
+    set (``.ci/run`` sets it)."""
+    try:
+        protoc = importlib.import_module("grpc_tools.protoc")
+    except ImportError:
+        why = "no grpc_tools (pip install -e '.[test]' brings grpcio-tools)"
+        if os.environ.get("SCHEDULER_REQUIRE_PROTOC"):  # .ci/run: the check must run
+            pytest.fail(why, pytrace=False)
+        pytest.skip(why)
     source = Path(pb.__file__).parents[1]
     code = protoc.main(
         [
