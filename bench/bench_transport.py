@@ -69,10 +69,7 @@ import contextlib
 import cProfile
 import gc
 import os
-import select
-import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -85,6 +82,7 @@ import scheduler
 import scheduler.client
 from _common import Run, add_arguments, load_average
 from scheduler import si
+from scheduler.testing import DaemonProcess
 
 TARGET_NATIVE_BATCHED = 150_000  # asks/s
 TARGET_GRPC_BATCHED = 50_000  # asks/s
@@ -173,55 +171,28 @@ class CountingRM(scheduler.ResourceManagerCallback):
 
 
 # ====================================================================== the daemons
-class Daemon:
-    """A ``scheduler serve`` subprocess on ``native`` (port 0: a free one) and the address
-    it bound; its log goes to a file."""
+class Daemon(DaemonProcess):
+    """``scheduler.testing.DaemonProcess`` on ``native`` (port 0: a free one), logging
+    warnings only, under cProfile when ``profile`` names its output."""
 
     def __init__(self, native: str, log: Path, profile: Path | None) -> None:
-        env = dict(os.environ)
-        package_root = str(Path(scheduler.__file__).parents[1])  # src/, or the installed build
-        env["PYTHONPATH"] = os.pathsep.join([package_root, *filter(None, [env.get("PYTHONPATH")])])
-        self.log = log
-        self._log_file = log.open("w")
         prefix = ["-m", "cProfile", "-o", str(profile)] if profile is not None else []
-        cmd = [sys.executable, *prefix, "-m", "scheduler", "serve", "--native", native]
-        cmd += ["--http", "127.0.0.1:0", "--grpc", "127.0.0.1:0"]  # free ports
-        self.proc = subprocess.Popen(
-            [*cmd, "--log-level", "WARNING"],
-            stdout=subprocess.PIPE,
-            stderr=self._log_file,
-            env=env,
-        )
-        self.address = ""
-        self.grpc = ""
-        self._wait_ready(60.0)
+        try:
+            super().__init__(
+                "--native",
+                native,
+                "--log-level",
+                "WARNING",
+                log=log,
+                python=prefix,
+                start_timeout=60.0,
+            )
+        except RuntimeError as exc:
+            raise BenchError(str(exc)) from None
 
-    def _wait_ready(self, seconds: float) -> None:
-        assert self.proc.stdout is not None
-        fd = self.proc.stdout.fileno()
-        seen = b""
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline:
-            ready, _, _ = select.select([fd], [], [], 0.2)
-            if not ready:
-                if self.proc.poll() is not None:
-                    break
-                continue
-            chunk = os.read(fd, 4096)
-            if not chunk:
-                break
-            seen += chunk
-            lines = seen.decode().splitlines()
-            for line in lines:
-                if line.startswith("native "):
-                    self.address = line.split(" ", 1)[1]
-                if line.startswith("grpc "):
-                    self.grpc = line.split(" ", 1)[1]
-            if "ready" in lines:
-                return
-        self.proc.kill()
-        self._log_file.close()
-        raise BenchError(f"the daemon did not start:\n{seen.decode()}\n{self.log.read_text()}")
+    @property
+    def address(self) -> str:
+        return self.native
 
     def cpu_seconds(self) -> float | None:
         """CPU seconds the daemon used so far, all its threads (Linux ``/proc``: the
@@ -243,22 +214,16 @@ class Daemon:
             return None
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
-    def stop(self) -> None:
-        """SIGTERM; it must exit 0 within 30 s and have logged no traceback."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
+    def stop(self, timeout: float = 30.0) -> int:
+        """SIGTERM; it must exit 0 within ``timeout`` and have logged no traceback."""
         try:
-            code = self.proc.wait(30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            code = -9
-        finally:
-            self._log_file.close()
-            if self.proc.stdout is not None:
-                self.proc.stdout.close()
+            code = super().stop(timeout)
+        except RuntimeError as exc:
+            raise BenchError(str(exc)) from None
         logged = self.log.read_text()
         if code != 0 or "Traceback" in logged:
             raise BenchError(f"the daemon on {self.address} exited with {code}:\n{logged}")
+        return code
 
 
 # ========================================================================= one run

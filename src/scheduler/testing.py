@@ -8,7 +8,14 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import AsyncIterator, Awaitable, Mapping
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Awaitable, Mapping, Sequence
+from pathlib import Path
 from types import TracebackType
 from typing import Any, Final
 
@@ -23,6 +30,7 @@ from scheduler.client import RemoteCore
 __all__ = [
     "DEFAULT_ASK",
     "DEFAULT_NODE",
+    "DaemonProcess",
     "ErrorWatch",
     "ManualClock",
     "RecordingCallback",
@@ -542,3 +550,139 @@ async def start_scenario(
         scenario = Scenario(core, clock, rm)
         await scenario.register(config)
         yield scenario
+
+
+class DaemonProcess:
+    """A ``scheduler serve`` subprocess on free loopback ports, for tests and benchmarks
+    that drive a real daemon over the network.
+
+    It starts the daemon with ``--native tcp://127.0.0.1:0 --http 127.0.0.1:0 --grpc
+    127.0.0.1:0`` and then ``args`` (a later ``--native`` wins, so a test can ask for a
+    Unix socket), reads the addresses it prints and returns once it printed ``ready``. The
+    daemon imports the same ``scheduler`` package as this process (source tree or
+    installed build), and its log goes to ``log``:
+
+        daemon = DaemonProcess("--token", "s3cret", log=tmp_path / "daemon.log")
+        try:
+            async with scheduler.client.connect(daemon.native, token="s3cret") as core:
+                ...
+        finally:
+            assert daemon.stop() == 0, daemon.logged()
+
+    Used as a context manager it stops the daemon on the way out. ``native``, ``http`` and
+    ``grpc`` are the addresses it bound (``tcp://``/``unix://``/``tls://``, ``http://`` or
+    ``https://``, ``grpc://`` or ``grpcs://``).
+
+    Args:
+        *args: More ``scheduler serve`` options.
+        log: Where the daemon's stderr (its log) goes.
+        python: Options for the interpreter before ``-m scheduler`` (``-X`` options, a
+            profiler's ``-m cProfile -o FILE``).
+        start_timeout: Seconds it may take to print ``ready``.
+
+    Raises:
+        RuntimeError: The daemon exited or did not print ``ready`` in time; the message
+            holds what it printed and its log.
+    """
+
+    def __init__(
+        self,
+        *args: str,
+        log: Path,
+        python: Sequence[str] = (),
+        start_timeout: float = 30.0,
+    ) -> None:
+        env = dict(os.environ)
+        package_root = str(Path(__file__).resolve().parents[1])  # src/, or site-packages
+        env["PYTHONPATH"] = os.pathsep.join([package_root, *filter(None, [env.get("PYTHONPATH")])])
+        self.log = log
+        self._log_file = log.open("w")
+        command = [sys.executable, *python, "-m", "scheduler", "serve"]
+        command += ["--native", "tcp://127.0.0.1:0", "--http", "127.0.0.1:0"]
+        command += ["--grpc", "127.0.0.1:0", *args]
+        self.proc = subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=self._log_file, env=env
+        )
+        self.native = ""
+        self.http = ""
+        self.grpc = ""
+        self._wait_ready(start_timeout)
+
+    def _wait_ready(self, seconds: float) -> None:
+        assert self.proc.stdout is not None
+        fd = self.proc.stdout.fileno()
+        seen = b""
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([fd], [], [], 0.2)
+            if not ready:
+                if self.proc.poll() is not None:
+                    break
+                continue
+            chunk = os.read(fd, 4096)
+            if not chunk:
+                break
+            seen += chunk
+            lines = seen.decode().splitlines()
+            for line in lines:
+                kind, _, address = line.partition(" ")
+                if kind in ("native", "http", "grpc") and address:
+                    setattr(self, kind, address)
+            if "ready" in lines:
+                return
+        self.proc.kill()
+        self.proc.wait()
+        self._close()
+        raise RuntimeError(
+            f"scheduler serve did not start within {seconds:g}s (exit code "
+            f"{self.proc.returncode}); it printed:\n{seen.decode()}\nits log:\n"
+            f"{self.log.read_text()}"
+        )
+
+    @property
+    def port(self) -> int:
+        """The port of the native transport (TCP)."""
+        return int(self.native.rsplit(":", 1)[1])
+
+    def stop(self, timeout: float = 20.0) -> int:
+        """SIGTERM, and the exit code; killed (and ``RuntimeError``) if it has not exited
+        within ``timeout`` seconds."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            code = self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            self._close()
+            raise RuntimeError(
+                f"scheduler serve did not exit {timeout:g}s after SIGTERM; its log:\n"
+                f"{self.log.read_text()}"
+            ) from None
+        self._close()
+        return code
+
+    def logged(self) -> str:
+        """What the daemon logged so far."""
+        if not self._log_file.closed:
+            self._log_file.flush()
+        return self.log.read_text()
+
+    def _close(self) -> None:
+        self._log_file.close()
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
+
+    def __enter__(self) -> DaemonProcess:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self.proc.poll() is None:
+            self.stop()
+        else:
+            self._close()

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import select
-import signal
 import socket
 import subprocess
 import sys
@@ -24,7 +22,7 @@ import pytest
 import scheduler
 from scheduler import si
 from scheduler.client import connect
-from scheduler.testing import ManualClock, RecordingCallback, Scenario, gang_tags
+from scheduler.testing import DaemonProcess, ManualClock, RecordingCallback, Scenario, gang_tags
 
 pytestmark = pytest.mark.asyncio
 
@@ -44,80 +42,16 @@ REPLACED = si.TerminationType.PLACEHOLDER_REPLACED
 
 
 # ================================================================= the daemon process
-class Daemon:
-    """A ``scheduler serve`` subprocess and the native address it bound."""
+class Daemon(DaemonProcess):
+    """``scheduler.testing.DaemonProcess`` with its log in ``tmp`` and ``address`` for
+    its native address."""
 
     def __init__(self, tmp: Path, *args: str) -> None:
-        env = dict(os.environ)
-        package_root = str(Path(scheduler.__file__).parents[1])  # src/, or the compiled build
-        env["PYTHONPATH"] = os.pathsep.join([package_root, *filter(None, [env.get("PYTHONPATH")])])
-        self.log = tmp / f"daemon-{time.monotonic_ns()}.log"
-        self._log_file = self.log.open("w")
-        command = [sys.executable, "-m", "scheduler", "serve", "--native", "tcp://127.0.0.1:0"]
-        self.proc = subprocess.Popen(
-            [*command, "--http", "127.0.0.1:0", "--grpc", "127.0.0.1:0", *args],
-            stdout=subprocess.PIPE,
-            stderr=self._log_file,
-            env=env,
-        )
-        self.address = ""
-        self.http = ""
-        self.grpc = ""
-        self._wait_ready(30.0)
-
-    def _wait_ready(self, seconds: float) -> None:
-        assert self.proc.stdout is not None
-        fd = self.proc.stdout.fileno()
-        seen = b""
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline:
-            ready, _, _ = select.select([fd], [], [], 0.2)
-            if not ready:
-                if self.proc.poll() is not None:
-                    break
-                continue
-            chunk = os.read(fd, 4096)
-            if not chunk:
-                break
-            seen += chunk
-            lines = seen.decode().splitlines()
-            for line in lines:
-                if line.startswith("native "):
-                    self.address = line.split(" ", 1)[1]
-                if line.startswith("http "):
-                    self.http = line.split(" ", 1)[1]
-                if line.startswith("grpc "):
-                    self.grpc = line.split(" ", 1)[1]
-            if "ready" in lines:
-                return
-        self.proc.kill()
-        raise AssertionError(f"the daemon did not start:\n{seen.decode()}\n{self.log.read_text()}")
+        super().__init__(*args, log=tmp / f"daemon-{time.monotonic_ns()}.log")
 
     @property
-    def port(self) -> int:
-        return int(self.address.rsplit(":", 1)[1])
-
-    def stop(self, seconds: float = 20.0) -> int:
-        """SIGTERM, and the exit code (it must exit within ``seconds``)."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-        try:
-            code = self.proc.wait(seconds)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            raise AssertionError(
-                f"no exit {seconds}s after SIGTERM:\n{self.log.read_text()}"
-            ) from None
-        finally:
-            self._log_file.close()
-            if self.proc.stdout is not None:
-                self.proc.stdout.close()
-        return code
-
-    def logged(self) -> str:
-        if not self._log_file.closed:
-            self._log_file.flush()
-        return self.log.read_text()
+    def address(self) -> str:
+        return self.native
 
 
 @pytest.fixture(scope="module")
@@ -491,3 +425,20 @@ def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+async def test_daemon_process_says_why_a_daemon_did_not_start(tmp_path: Path) -> None:
+    missing = tmp_path / "missing.pem"
+    with pytest.raises(RuntimeError, match="did not start") as caught:
+        DaemonProcess("--tls-cert", str(missing), "--tls-key", str(missing), log=tmp_path / "l")
+    assert str(missing) in str(caught.value)  # the daemon's own error, from its log
+
+
+async def test_daemon_process_as_a_context_manager_stops_the_daemon(tmp_path: Path) -> None:
+    with DaemonProcess(log=tmp_path / "daemon.log") as daemon:
+        assert daemon.native.startswith("tcp://127.0.0.1:") and daemon.port > 0
+        assert daemon.http.startswith("http://") and daemon.grpc.startswith("grpc://")
+        async with connect(daemon.native) as remote:
+            assert await remote.get_partitions() == []
+    assert daemon.proc.returncode == 0
+    assert "Traceback" not in daemon.logged()

@@ -438,7 +438,7 @@ def test_the_generated_code_is_up_to_date(tmp_path: Path) -> None:
         [
             "protoc",
             f"-I{source}",
-            f"-I{Path(protoc.__file__).parent / '_proto'}",
+            f"-I{Path(str(protoc.__file__)).parent / '_proto'}",
             f"--python_out={tmp_path}",
             f"--pyi_out={tmp_path}",
             f"--grpc_python_out={tmp_path}",
