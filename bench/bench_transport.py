@@ -35,6 +35,7 @@ and over gRPC, to the tcp daemon's gRPC service (``grpc://``, the SI ``Scheduler
 and its extension service):
 
     grpc-batched         the batched requests over gRPC
+    grpc-pipelined       one ask per request over gRPC, ``--window`` calls in flight
     grpc-alloc           the same with nodes (reported apart, as above)
 
 Each batched case first runs once untimed (the first run in a process is slower: its heap
@@ -128,6 +129,7 @@ ALL_CASES = (
     Case("inproc-alloc", "inproc", "batch", allocate=True),
     Case("native-alloc", "tcp", "batch", allocate=True),
     Case("grpc-batched", "grpc", "batch"),
+    Case("grpc-pipelined", "grpc", "single", window=True),
     Case("grpc-alloc", "grpc", "batch", allocate=True),
 )
 BY_NAME = {c.name: c for c in ALL_CASES}
@@ -454,7 +456,9 @@ async def main() -> int:
     parser.add_argument("--asks", type=int, help="asks of a batched case (100,000)")
     parser.add_argument("--batch", type=int, help="asks per request when batched (5,000)")
     parser.add_argument("--single-asks", type=int, help="asks of a one-per-call case (10,000)")
-    parser.add_argument("--window", type=int, help="calls in flight, native-pipelined (200)")
+    parser.add_argument(
+        "--window", type=int, help="calls in flight, native- and grpc-pipelined (200)"
+    )
     parser.add_argument("--alloc-asks", type=int, help="asks of the cases with nodes (20,000)")
     parser.add_argument("--nodes", type=int, help="nodes of the cases with nodes (200)")
     parser.add_argument("--cases", help=f"a comma-separated subset of: {', '.join(BY_NAME)}")
