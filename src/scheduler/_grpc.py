@@ -22,15 +22,18 @@ import asyncio
 import contextlib
 import itertools
 from collections.abc import AsyncIterator, Awaitable, Callable
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import grpc
 import grpc.aio
 import msgspec
+from aiostream import stream
 from loguru import logger
 
 from scheduler import si
 from scheduler import si_pb2 as pb
+from scheduler._batching import chunks_within, join_requests, joined
 from scheduler._callback import ResourceManagerCallback
 from scheduler._errors import NotFoundError, SchedulerError
 from scheduler._grpc_codec import from_proto_of, to_proto_of
@@ -99,8 +102,12 @@ class _CallError(Exception):
 
 
 # A call in a session's queue: what to run, and where its result goes (a future for a
-# unary call, the (stream, seq) of an Ack for a stream request).
-_Call = tuple[Callable[[], Awaitable[Any]], "asyncio.Future[Any] | tuple[int, int]"]
+# unary call, the (stream, seq) of the Ack of each stream request it holds).
+_Call = tuple[Callable[[], Awaitable[Any]], "asyncio.Future[Any] | list[tuple[int, int]]"]
+
+# At most this many reads (each what a stream had waiting) make one chunk of the
+# session's merged streams.
+_CHUNK = 64
 
 
 class GrpcServer:
@@ -117,6 +124,9 @@ class GrpcServer:
         self._ids = itertools.count(1)
         self._closing = ""
         self._server: grpc.aio.Server | None = None
+        # How long a chunk of a session's stream requests waits for more after its first
+        # (0: it takes what has arrived by the next turn of the loop; see _batching).
+        self.batch_window = 0.0
 
     async def start(self, address: str, *, tls: tuple[bytes, bytes] | None = None) -> str:
         """Listen on ``host:port`` (port 0: a free one); returns ``grpc://host:port``, or
@@ -408,6 +418,12 @@ class GrpcSession:
         self.draining = ""  # the daemon stops: no more calls are taken
         self._queues: dict[int, asyncio.Queue[Any]] = {}
         self._calls: asyncio.Queue[_Call | None] = asyncio.Queue()
+        # What the three Scheduler streams read, merged and cut into chunks by the
+        # batcher, which hands the worker few calls for a burst of requests.
+        self._incoming: dict[int, asyncio.Queue[tuple[int, int, Any] | None]] = {
+            kind: asyncio.Queue() for kind in (_ALLOCATION, _APPLICATION, _NODE)
+        }
+        self._batcher = asyncio.get_running_loop().create_task(self._batch())
         self._questions: dict[int, asyncio.Future[bool]] = {}
         self._next_question = 0
         self._worker = asyncio.get_running_loop().create_task(self._work())
@@ -450,13 +466,13 @@ class GrpcSession:
             self._queue(_SESSION).put_nowait(pb.FromDaemon(goodbye=pb.Goodbye(message=reason)))
         for kind in (_ALLOCATION, _APPLICATION, _NODE, _SESSION):
             self._queue(kind).put_nowait(None)
-        self._calls.put_nowait(None)
+        self._end_calls()
         self._end()
 
     async def finish(self, reason: str) -> None:
         """The daemon stops: the calls taken are answered, then goodbye."""
         self.draining = reason
-        self._calls.put_nowait(None)
+        self._end_calls()
         with contextlib.suppress(asyncio.CancelledError):
             await self._worker
         self.close(reason)
@@ -476,7 +492,7 @@ class GrpcSession:
             self.closing = "the RM is gone"
             for kind in (_ALLOCATION, _APPLICATION, _NODE, _SESSION):
                 self._queue(kind).put_nowait(None)
-            self._calls.put_nowait(None)  # the calls taken still run, as on the native transport
+            self._end_calls()  # the calls taken still run, as on the native transport
             self._end()
 
     def _end(self) -> None:
@@ -501,29 +517,65 @@ class GrpcSession:
         stream when it has run."""
         if self.closing or self.draining:
             return
+        self._incoming[kind].put_nowait((kind, seq, request))
+
+    def _end_calls(self) -> None:
+        """No more calls: the requests read so far still run, then the worker stops."""
+        for queue in self._incoming.values():
+            queue.put_nowait(None)
+
+    async def _batch(self) -> None:
+        """The session's stream requests, merged and chunked, to the worker; when the
+        streams end, the worker's end (after the unary calls taken so far)."""
+        merged = stream.merge(*(_drain(q) for q in self._incoming.values()))
+        try:
+            chunks = chunks_within(merged, _CHUNK, self.server.batch_window)
+            async with chunks.stream() as read:
+                async for chunk in read:
+                    self._take_chunk([item for batch in chunk for item in batch])
+        except Exception:
+            self.log.exception("the requests of {} could not be read", self.rm_id or self.peer)
+        finally:
+            self._calls.put_nowait(None)
+
+    def _take_chunk(self, chunk: list[tuple[int, int, Any]]) -> None:
+        """A chunk of stream requests as calls: each checked against the limits (one that
+        fails is answered with its error, in its place), the others joined where the core
+        may take them in one call (``join_requests``)."""
+        limits = self.limits
+        taken: list[tuple[int, int, Any]] = []
+        for kind, seq, message in chunk:
+            try:
+                if kind == _ALLOCATION:
+                    request: Any = _from_allocation(message)
+                    limits.check_asks(request)
+                elif kind == _APPLICATION:
+                    request = _from_application(message)
+                    limits.check_ids("application", (a.application_id for a in request.new))
+                else:
+                    request = _from_node(message)
+                    limits.check_ids("node", (n.node_id for n in request.nodes))
+            except Exception as exc:
+                self._put_calls(taken)
+                taken = []
+                self._calls.put_nowait((_raiser(exc), [(kind, seq)]))
+                continue
+            taken.append((kind, seq, request))
+        self._put_calls(taken)
+
+    def _put_calls(self, taken: list[tuple[int, int, Any]]) -> None:
         core = self.server.core
-        if kind == _ALLOCATION:
-
-            async def run() -> None:
-                converted = _from_allocation(request)
-                self.limits.check_asks(converted)
-                await core.update_allocation(converted)
-
-        elif kind == _APPLICATION:
-
-            async def run() -> None:
-                converted = _from_application(request)
-                self.limits.check_ids("application", (a.application_id for a in converted.new))
-                await core.update_application(converted)
-
-        else:
-
-            async def run() -> None:
-                converted = _from_node(request)
-                self.limits.check_ids("node", (n.node_id for n in converted.nodes))
-                await core.update_node(converted)
-
-        self._calls.put_nowait((run, (kind, seq)))
+        requests = [request for _, _, request in taken]
+        for run_of in join_requests(requests, self.limits.max_asks):
+            request = joined([requests[i] for i in run_of])
+            acks = [(taken[i][0], taken[i][1]) for i in run_of]
+            if isinstance(request, si.AllocationRequest):
+                call: Callable[[], Awaitable[None]] = partial(core.update_allocation, request)
+            elif isinstance(request, si.ApplicationRequest):
+                call = partial(core.update_application, request)
+            else:
+                call = partial(core.update_node, request)
+            self._calls.put_nowait((call, acks))
 
     async def _work(self) -> None:
         while True:
@@ -571,15 +623,15 @@ class GrpcSession:
                 else:
                     reply.set_exception(error)
             return
-        kind, seq = reply
         if self.plain:
             if error is not None:
                 self.log.warning("a request of {} failed: {}", self.rm_id, error.message)
             return
-        ack = pb.Ack(stream=kind, seq=seq)
-        if error is not None:
-            ack.error, ack.message = error.kind, error.message
-        self.push(_SESSION, pb.FromDaemon(ack=ack), counted=False)
+        for kind, seq in reply:
+            ack = pb.Ack(stream=kind, seq=seq)
+            if error is not None:
+                ack.error, ack.message = error.kind, error.message
+            self.push(_SESSION, pb.FromDaemon(ack=ack), counted=False)
 
     async def register(
         self,
@@ -675,3 +727,31 @@ def _stand_in(session: GrpcSession, overrides: set[str]) -> ResourceManagerCallb
         namespace["update_container_scheduling_state"] = update_container_scheduling_state
     cls = type("RemoteResourceManager", (ResourceManagerCallback,), namespace)
     return cls()  # type: ignore[no-any-return]
+
+
+async def _drain(
+    queue: asyncio.Queue[tuple[int, int, Any] | None],
+) -> AsyncIterator[list[tuple[int, int, Any]]]:
+    """What one Scheduler stream read, as lists of all that waited at once (a burst goes
+    through the merge as one item), until the session ends it (``None``)."""
+    while True:
+        item = await queue.get()
+        batch = []
+        while item is not None:
+            batch.append(item)
+            if queue.empty():
+                break
+            item = queue.get_nowait()
+        if batch:
+            yield batch
+        if item is None:
+            return
+
+
+def _raiser(exc: Exception) -> Callable[[], Awaitable[None]]:
+    """A call that fails with ``exc`` (a request refused before it could run)."""
+
+    async def run() -> None:
+        raise exc
+
+    return run
