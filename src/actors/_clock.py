@@ -6,7 +6,7 @@ import time
 import weakref
 from typing import Protocol
 
-__all__ = ["Clock", "ManualClock", "SystemClock"]
+__all__ = ["Clock", "ManualClock", "SystemClock", "wall_ns"]
 
 
 class Clock(Protocol):
@@ -17,14 +17,33 @@ class Clock(Protocol):
         ...
 
 
-class SystemClock:
-    """The real monotonic clock (`time.monotonic`)."""
+def wall_ns(clock: Clock, t: float) -> int:
+    """Wall-clock Unix nanoseconds of ``t``, a reading of ``clock`` (for what people and
+    other systems read: event and state timestamps; timeouts keep to ``now()``). A clock
+    with a ``wall_ns`` method of its own says; any other counts from the Unix epoch."""
+    convert = getattr(clock, "wall_ns", None)
+    if convert is not None:
+        result: int = convert(t)
+        return result
+    return int(t * 1e9)
 
-    __slots__ = ()
+
+class SystemClock:
+    """The real monotonic clock (`time.monotonic`); its readings map to wall-clock time
+    by the offset between the two clocks when it was made."""
+
+    __slots__ = ("_offset_ns",)
+
+    def __init__(self) -> None:
+        self._offset_ns = time.time_ns() - time.monotonic_ns()
 
     def now(self) -> float:
         """The current monotonic time in seconds."""
         return time.monotonic()
+
+    def wall_ns(self, t: float) -> int:
+        """Unix nanoseconds of the monotonic reading ``t``."""
+        return self._offset_ns + int(t * 1e9)
 
     def __repr__(self) -> str:
         return "SystemClock()"
@@ -49,15 +68,25 @@ class ManualClock:
     An `ActorSystem` constructed with this clock attaches itself to it (weakly) and detaches
     when it stops, so `advance` can deliver the timers of every attached system in order.
 
+    Its wall-clock time (`wall_ns`, what timestamps show) is ``epoch`` plus its reading,
+    so a test knows every timestamp exactly.
+
     Args:
         start: The initial time in seconds.
+        epoch: The Unix time, in seconds, of its reading 0 (0 by default: a timestamp is
+            then the reading itself, in nanoseconds).
     """
 
-    __slots__ = ("__weakref__", "_now", "_systems")
+    __slots__ = ("__weakref__", "_epoch_ns", "_now", "_systems")
 
-    def __init__(self, start: float = 0.0) -> None:
+    def __init__(self, start: float = 0.0, *, epoch: float = 0.0) -> None:
         self._now = float(start)
+        self._epoch_ns = int(epoch * 1e9)
         self._systems: list[weakref.ref[_Attached]] = []
+
+    def wall_ns(self, t: float) -> int:
+        """Unix nanoseconds of the reading ``t``: ``epoch`` plus ``t``."""
+        return self._epoch_ns + int(t * 1e9)
 
     def now(self) -> float:
         """The current (manual) time in seconds."""

@@ -335,7 +335,7 @@ class ApplicationActor(GangFlows, Actor):
             si.UpdatedApplication(
                 application_id=app.application_id,
                 state=str(new),
-                state_transition_timestamp=int(p.clock() * 1e9),
+                state_transition_timestamp=p.wall(p.clock()),
                 message=message,
             ),
         )

@@ -10,7 +10,16 @@ from typing import Any
 
 from loguru import logger
 
-from actors import Actor, ActorDeadError, ActorRef, ActorSystem, Clock, SystemClock, TimerHandle
+from actors import (
+    Actor,
+    ActorDeadError,
+    ActorRef,
+    ActorSystem,
+    Clock,
+    SystemClock,
+    TimerHandle,
+    wall_ns,
+)
 from scheduler import si
 from scheduler._callback import ResourceManagerCallback
 from scheduler._callback_actor import CallbackActor
@@ -356,7 +365,7 @@ class Core:
         self._stopped[rm_id] = {
             "rmID": rm_id,
             "state": STOPPED,
-            "since": int(now * 1e9),
+            "since": wall_ns(self.clock, now),
             "partitions": sorted(reg.actors),
             "droppedCallbacks": reg.dropped,
         }
@@ -515,12 +524,12 @@ class Core:
             info: dict[str, Any] = {
                 "rmID": rm_id,
                 "state": reg.state,
-                "since": int(reg.since * 1e9),
+                "since": wall_ns(self.clock, reg.since),
                 "partitions": sorted(reg.actors),
                 "droppedCallbacks": reg.dropped,
             }
             if reg.state == PAUSED and reg.timer is not None:
-                info["stopsAt"] = int(reg.timer.due * 1e9)
+                info["stopsAt"] = wall_ns(self.clock, reg.timer.due)
             out[rm_id] = info
         return [dict(out[rm_id]) for rm_id in sorted(out)]
 
@@ -532,7 +541,7 @@ class Core:
             for ref in reg.record.partitions.values():
                 partitions.append(await self._ask(ref, Query(kind="dump")))
         return {
-            "timestamp": int(self.clock.now() * 1e9),
+            "timestamp": wall_ns(self.clock, self.clock.now()),
             "resourceManagers": sorted(self._registrations),
             "resourceManagerStates": await self.get_resource_managers(),
             "partitions": partitions,

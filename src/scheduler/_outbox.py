@@ -35,11 +35,17 @@ class Outbox:
     allocations into many responses.
     """
 
-    __slots__ = ("clock", "entries", "events", "partition")
+    __slots__ = ("clock", "entries", "events", "partition", "wall")
 
-    def __init__(self, partition: str = "", clock: Callable[[], float] = lambda: 0.0) -> None:
+    def __init__(
+        self,
+        partition: str = "",
+        clock: Callable[[], float] = lambda: 0.0,
+        wall: Callable[[float], int] = lambda t: int(t * 1e9),
+    ) -> None:
         self.partition = partition
         self.clock = clock
+        self.wall = wall  # wall-clock Unix nanoseconds of a reading of ``clock``
         self.entries: list[tuple[str, object]] = []
         self.events: list[si.EventRecord] = []
 
@@ -50,7 +56,8 @@ class Outbox:
     def event(
         self, kind: si.EventRecordType, object_id: str, reason: str, message: str, group: str = ""
     ) -> None:
-        """An event for people to read, stamped with the core's clock."""
+        """An event for people to read, stamped with the wall-clock time of the core's
+        clock (Unix nanoseconds, as YuniKorn stamps events)."""
         self.events.append(
             si.EventRecord(
                 type=kind,
@@ -58,7 +65,7 @@ class Outbox:
                 group_id=group,
                 reason=reason,
                 message=message,
-                timestamp_nano=int(self.clock() * 1e9),
+                timestamp_nano=self.wall(self.clock()),
             )
         )
 

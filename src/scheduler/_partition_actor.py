@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from contextlib import suppress
+from functools import partial
 from typing import TYPE_CHECKING
 
 from actors import (
@@ -21,6 +22,7 @@ from actors import (
     DeadlineExceeded,
     Dispatcher,
     TimerHandle,
+    wall_ns,
 )
 from scheduler import _views, si
 from scheduler._app_actor import ApplicationActor
@@ -108,6 +110,7 @@ class PartitionActor(Actor):
             self._config,
             rm_id=self._rm_id,
             clock=self.actor_system.clock.now,
+            wall=partial(wall_ns, self.actor_system.clock),
             timeouts=self._timeouts,
             directory=self._directory,
         )

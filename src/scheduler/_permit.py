@@ -667,7 +667,7 @@ class PermitGangs:
             "totalNumber": spec.total_number,
             "waitingTime": spec.waiting_time,
             "gangGroup": list(group.ids),
-            "createTime": int(gang.created * 1e9),
+            "createTime": self.partition.wall(gang.created),
             "placed": len(gang.tentative),
             "bound": gang.bound,
             "satisfied": gang.satisfied,

@@ -42,8 +42,12 @@ __all__ = [
 ]
 
 
-def _ns(t: float | None) -> int:
-    return int(t * 1e9) if t is not None else 0
+def _duration_ns(seconds: float) -> int:
+    return int(seconds * 1e9)
+
+
+# Wall-clock Unix nanoseconds of a reading of the core's clock (``Partition.wall``).
+Wall = Callable[[float], int]
 
 
 def answer(p: Partition, kind: str, key: str) -> Any:
@@ -58,12 +62,12 @@ def answer(p: Partition, kind: str, key: str) -> Any:
         app = p.applications.get(key) or p.terminated.get(key)
         if app is None:
             raise NotFoundError(f"application {key!r} not found in partition {p.name!r}")
-        return application_info(app, p.permits)
+        return application_info(app, p.permits, p.wall)
     if kind == "node":
         node = p.nodes.get(key)
         if node is None:
             raise NotFoundError(f"node {key!r} not found in partition {p.name!r}")
-        return node_info(node)
+        return node_info(node, p.wall)
     if kind == "users":
         return user_usage(p)
     if kind == "groups":
@@ -115,11 +119,11 @@ def queue_info(p: Partition, queue: Queue) -> dict[str, Any]:
     }
 
 
-def _ask_info(app: Application, ask: Ask) -> dict[str, Any]:
+def _ask_info(app: Application, ask: Ask, wall: Wall) -> dict[str, Any]:
     return {
         "allocationKey": ask.allocation_key,
         "allocationTags": dict(ask.tags),
-        "requestTime": _ns(ask.created),
+        "requestTime": wall(ask.created),
         "resource": dict(ask.resource),
         "pendingCount": ask.pending,
         "maxAllocations": ask.max_allocations,
@@ -132,13 +136,13 @@ def _ask_info(app: Application, ask: Ask) -> dict[str, Any]:
     }
 
 
-def allocation_info(alloc: Allocation) -> dict[str, Any]:
+def allocation_info(alloc: Allocation, wall: Wall) -> dict[str, Any]:
     return {
         "allocationKey": alloc.allocation_key,
         "allocationTags": dict(alloc.tags),
-        "requestTime": _ns(alloc.request_time),
-        "allocationTime": _ns(alloc.allocation_time),
-        "allocationDelay": _ns(alloc.allocation_time - alloc.request_time),
+        "requestTime": wall(alloc.request_time),
+        "allocationTime": wall(alloc.allocation_time),
+        "allocationDelay": _duration_ns(alloc.allocation_time - alloc.request_time),
         "uuid": alloc.uuid,
         "resource": dict(alloc.resource),
         "priority": str(alloc.priority),
@@ -152,7 +156,7 @@ def allocation_info(alloc: Allocation) -> dict[str, Any]:
     }
 
 
-def application_info(app: Application, permits: PermitGangs | None = None) -> dict[str, Any]:
+def application_info(app: Application, permits: PermitGangs | None, wall: Wall) -> dict[str, Any]:
     return {
         "applicationID": app.application_id,
         "usedResource": dict(app.allocated),
@@ -160,15 +164,15 @@ def application_info(app: Application, permits: PermitGangs | None = None) -> di
         "pendingResource": dict(app.pending),
         "partition": app.partition,
         "queueName": app.queue_name,
-        "submissionTime": _ns(app.submit_time),
-        "finishedTime": _ns(app.finished_time) if app.finished_time is not None else None,
-        "requests": [_ask_info(app, a) for a in app.asks.values() if a.pending > 0],
-        "allocations": [allocation_info(a) for a in app.allocations.values()],
+        "submissionTime": wall(app.submit_time),
+        "finishedTime": wall(app.finished_time) if app.finished_time is not None else None,
+        "requests": [_ask_info(app, a, wall) for a in app.asks.values() if a.pending > 0],
+        "allocations": [allocation_info(a, wall) for a in app.allocations.values()],
         "applicationState": str(app.state),
         "user": app.user,
         "groups": list(app.groups),
         "rejectedMessage": app.rejected_message,
-        "stateLog": [{"time": _ns(t), "applicationState": str(s)} for t, s in app.state_log],
+        "stateLog": [{"time": wall(t), "applicationState": str(s)} for t, s in app.state_log],
         "placeholderData": placeholder_data(app),
         "hasReserved": bool(app.reservations),
         "reservations": [f"{n}|{r.ask.allocation_key}" for n, r in app.reservations.items()],
@@ -197,7 +201,7 @@ def placeholder_data(app: Application) -> list[dict[str, Any]]:
     ]
 
 
-def node_info(node: Node) -> dict[str, Any]:
+def node_info(node: Node, wall: Wall) -> dict[str, Any]:
     return {
         "nodeID": node.node_id,
         "hostName": node.attributes.get("si/hostname", ""),
@@ -212,7 +216,7 @@ def node_info(node: Node) -> dict[str, Any]:
             for name, cap in node.capacity.items()
             if cap > 0
         },
-        "allocations": [allocation_info(a) for a in node.allocations.values()],
+        "allocations": [allocation_info(a, wall) for a in node.allocations.values()],
         "schedulable": node.schedulable,
         "isReserved": node.reserved is not None,
         "reservations": (
@@ -236,9 +240,11 @@ def dump(p: Partition) -> dict[str, Any]:
     return {
         "partition": partition_info(p),
         "queues": queue_info(p, p.root),
-        "applications": [application_info(a, p.permits) for a in p.applications.values()],
-        "terminatedApplications": [application_info(a, p.permits) for a in p.terminated.values()],
-        "nodes": [node_info(n) for n in p.nodes.values()],
+        "applications": [application_info(a, p.permits, p.wall) for a in p.applications.values()],
+        "terminatedApplications": [
+            application_info(a, p.permits, p.wall) for a in p.terminated.values()
+        ],
+        "nodes": [node_info(n, p.wall) for n in p.nodes.values()],
         "userUsage": user_usage(p),
         "groupUsage": group_usage(p),
     }

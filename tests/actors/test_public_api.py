@@ -11,6 +11,7 @@ DOCUMENTED = {
     "Dispatcher",
     "Clock",
     "SystemClock",
+    "wall_ns",
     "ManualClock",
     "TimerHandle",
     "ActorDeadError",
