@@ -295,10 +295,11 @@ class Queue:
 
     def allocate(self, res: Res) -> None:
         """One allocation of ``res`` moves from pending to allocated, up the chain."""
+        quantities = tuple(res.items())
         for queue in self.chain:
             pending = queue.pending
             allocated = queue.allocated
-            for name, v in res.items():
+            for name, v in quantities:
                 left = pending.get(name, 0) - v
                 if left:
                     pending[name] = left
@@ -375,6 +376,10 @@ class Queue:
                     continue
                 del ordered[at]
                 del keys[at]
+            if not keys or keys[-1] < new:  # the most used now: where fair turns send it
+                keys.append(new)
+                ordered.append(child)
+                continue
             at = bisect_left(keys, new)
             keys.insert(at, new)
             ordered.insert(at, child)
