@@ -358,6 +358,7 @@ class Queue:
     def _refile(self) -> None:
         ordered, keys, key = self._ordered, self._keys, self.child_key
         pending = self.pending_children
+        few = len(ordered) <= _SCAN_BELOW  # see ``_position``
         for child in self._dirty:
             child.order_dirty = False
             old = child.order_key
@@ -368,7 +369,7 @@ class Queue:
             new = key(child)
             child.order_key = new
             if old is not None:
-                at = self._position(child, old)
+                at = ordered.index(child) if few else self._position(child, old)
                 # Usually the child keeps its place (its neighbours still bracket the new
                 # key): then bisecting after taking it out would put it back right there.
                 if (at == 0 or keys[at - 1] < new) and (at + 1 == len(keys) or new < keys[at + 1]):
@@ -518,14 +519,26 @@ class Queue:
 def _queue_order(queue: Queue) -> OrderKey:
     # Lowest usage share first; on a tie the queue with more pending work, then by name.
     # (the pending quantities negated and ascending: largest first). It runs for each
-    # queue of the chain on every allocation; two resources are the usual case.
+    # queue of the chain on every allocation; two resources are the usual case, for
+    # which both parts are built here without a sort (the same lists ``shares`` and
+    # ``sorted`` give).
     pending = queue.pending
     if len(pending) == 2:
         first, second = pending.values()
         waiting = [-first, -second] if first >= second else [-second, -first]
     else:
         waiting = sorted(map(neg, pending.values()))
-    return (shares(queue.allocated, queue.guaranteed), waiting, queue.name)
+    allocated = queue.allocated
+    if len(allocated) != 2:
+        return (shares(allocated, queue.guaranteed), waiting, queue.name)
+    guaranteed = queue.guaranteed
+    (name_a, used_a), (name_b, used_b) = allocated.items()
+    base_a = guaranteed.get(name_a, 0)
+    base_b = guaranteed.get(name_b, 0)
+    share_a = used_a / base_a if base_a > 0 else float(used_a)
+    share_b = used_b / base_b if base_b > 0 else float(used_b)
+    used = [share_a, share_b] if share_a >= share_b else [share_b, share_a]
+    return (used, waiting, queue.name)
 
 
 def _priority_then_fair(queue: Queue) -> OrderKey:

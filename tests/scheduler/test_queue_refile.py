@@ -6,7 +6,8 @@ import random
 
 import pytest
 
-from scheduler._queue import Queue, QueueStatus
+from scheduler._queue import Queue, QueueStatus, _queue_order
+from scheduler._resources import shares
 
 _NAMES = ("memory", "vcore", "gpu")
 
@@ -61,3 +62,22 @@ def test_kept_order_matches_a_full_sort(children: int, seed: int) -> None:
 def _random_res(rng: random.Random) -> dict[str, int]:
     names = rng.sample(_NAMES, rng.randint(1, 3))
     return {name: rng.randint(1, 50) for name in names}
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_queue_key_matches_shares_and_sorted_pending(seed: int) -> None:
+    # The key built without a sort for two resources is the one the general form gives.
+    rng = random.Random(seed)
+    print("seed", seed)
+    root = Queue("root", leaf=False)
+    for i in range(50):
+        leaf = Queue(f"l{i}", root)
+        guaranteed = _random_res(rng) if rng.random() < 0.8 else {}
+        if rng.random() < 0.3:
+            guaranteed = {n: 0 for n in guaranteed}  # a zero guarantee counts the raw quantity
+        leaf.configure(max_resources={}, guaranteed=guaranteed, properties={})
+        leaf.allocated = {n: rng.choice((0, 1, 7, 50)) for n in rng.sample(_NAMES, 2)}
+        leaf.pending = {n: rng.choice((1, 7, 50)) for n in rng.sample(_NAMES, rng.randint(1, 3))}
+        waiting = sorted(-v for v in leaf.pending.values())
+        expected = (shares(leaf.allocated, leaf.guaranteed), waiting, leaf.name)
+        assert _queue_order(leaf) == expected
