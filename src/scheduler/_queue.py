@@ -29,6 +29,8 @@ APP_SORT_POLICY = APPLICATION_SORT_POLICY
 SORT_POLICIES = ("fifo", "fair", "stateaware")
 
 OrderKey = tuple[Any, ...]
+# Up to this many children, a child is found in its parent's order by identity, not by key.
+_SCAN_BELOW = 32
 
 
 class QueueStatus(StrEnum):
@@ -293,10 +295,11 @@ class Queue:
 
     def allocate(self, res: Res) -> None:
         """One allocation of ``res`` moves from pending to allocated, up the chain."""
+        quantities = tuple(res.items())
         for queue in self.chain:
             pending = queue.pending
             allocated = queue.allocated
-            for name, v in res.items():
+            for name, v in quantities:
                 left = pending.get(name, 0) - v
                 if left:
                     pending[name] = left
@@ -355,28 +358,51 @@ class Queue:
     def _refile(self) -> None:
         ordered, keys, key = self._ordered, self._keys, self.child_key
         pending = self.pending_children
+        few = len(ordered) <= _SCAN_BELOW  # see ``_position``
         for child in self._dirty:
             child.order_dirty = False
-            if child.order_key is not None:
-                self._unfile(child)
-            if pending.get(child.name) is child and child._status is not QueueStatus.STOPPED:
-                new = key(child)
-                at = bisect_left(keys, new)
-                keys.insert(at, new)
-                ordered.insert(at, child)
-                child.order_key = new
+            old = child.order_key
+            if pending.get(child.name) is not child or child._status is QueueStatus.STOPPED:
+                if old is not None:
+                    self._unfile(child)
+                continue
+            new = key(child)
+            child.order_key = new
+            if old is not None:
+                at = ordered.index(child) if few else self._position(child, old)
+                # Usually the child keeps its place (its neighbours still bracket the new
+                # key): then bisecting after taking it out would put it back right there.
+                if (at == 0 or keys[at - 1] < new) and (at + 1 == len(keys) or new < keys[at + 1]):
+                    keys[at] = new
+                    continue
+                del ordered[at]
+                del keys[at]
+            if not keys or keys[-1] < new:  # the most used now: where fair turns send it
+                keys.append(new)
+                ordered.append(child)
+                continue
+            at = bisect_left(keys, new)
+            keys.insert(at, new)
+            ordered.insert(at, child)
         self._dirty.clear()
+
+    def _position(self, child: Queue, old: OrderKey) -> int:
+        """Where ``child``, filed under ``old``, stands in the order."""
+        ordered = self._ordered
+        if len(ordered) <= _SCAN_BELOW:
+            return ordered.index(child)  # a few children: identity checks beat key compares
+        at = bisect_left(self._keys, old)
+        if at >= len(ordered) or ordered[at] is not child:
+            at = ordered.index(child)  # a twin key (a removed queue's namesake): look it up
+        return at
 
     def _unfile(self, child: Queue) -> None:
         """Take ``child`` out of the order, if it is in it."""
         old = child.order_key
         if old is None:
             return
-        ordered = self._ordered
-        at = bisect_left(self._keys, old)
-        if at >= len(ordered) or ordered[at] is not child:
-            at = ordered.index(child)  # a twin key (a removed queue's namesake): look it up
-        del ordered[at]
+        at = self._position(child, old)
+        del self._ordered[at]
         del self._keys[at]
         child.order_key = None
 
@@ -492,12 +518,27 @@ class Queue:
 
 def _queue_order(queue: Queue) -> OrderKey:
     # Lowest usage share first; on a tie the queue with more pending work, then by name.
-    # (the pending quantities negated and ascending: largest first, all in C)
-    return (
-        shares(queue.allocated, queue.guaranteed),
-        sorted(map(neg, queue.pending.values())),
-        queue.name,
-    )
+    # (the pending quantities negated and ascending: largest first). It runs for each
+    # queue of the chain on every allocation; two resources are the usual case, for
+    # which both parts are built here without a sort (the same lists ``shares`` and
+    # ``sorted`` give).
+    pending = queue.pending
+    if len(pending) == 2:
+        first, second = pending.values()
+        waiting = [-first, -second] if first >= second else [-second, -first]
+    else:
+        waiting = sorted(map(neg, pending.values()))
+    allocated = queue.allocated
+    if len(allocated) != 2:
+        return (shares(allocated, queue.guaranteed), waiting, queue.name)
+    guaranteed = queue.guaranteed
+    (name_a, used_a), (name_b, used_b) = allocated.items()
+    base_a = guaranteed.get(name_a, 0)
+    base_b = guaranteed.get(name_b, 0)
+    share_a = used_a / base_a if base_a > 0 else float(used_a)
+    share_b = used_b / base_b if base_b > 0 else float(used_b)
+    used = [share_a, share_b] if share_a >= share_b else [share_b, share_a]
+    return (used, waiting, queue.name)
 
 
 def _priority_then_fair(queue: Queue) -> OrderKey:

@@ -213,7 +213,8 @@ class Scheduler:
         gang_limited = bool(queue.max_set_chain)
         ugm = p.ugm
         permits = p.permits
-        for app in queue.sorted_applications():
+        apps = queue.pending_list if queue.fifo_order else queue.sorted_applications()
+        for app in apps:
             if app.state not in SCHEDULABLE_STATES:
                 continue
             if app_limited and app.state is AppState.ACCEPTED and not queue.can_run_another_app():
