@@ -131,7 +131,7 @@ class ConfigUpdated(Event, frozen=True, kw_only=True):
 class Query(Event, frozen=True, kw_only=True):
     """A read of state, answered with a JSON-able value in the partition's turn."""
 
-    kind: str  # "partition" | "queue" | "application" | "node" | "dump"
+    kind: str  # "partition" | "queue" | "application" | "node" | "dump" | "nodes" | ...
     key: str = ""
 
 

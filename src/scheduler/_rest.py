@@ -54,6 +54,7 @@ from scheduler._config import QUEUE_NAME_RE
 from scheduler._core import Core
 from scheduler._errors import NotFoundError, SchedulerError
 from scheduler._event_log import DEFAULT_SUBSCRIBER_LIMIT, Subscription
+from scheduler._events import Query
 from scheduler._health import Dump, health_status, partition_name
 from scheduler._metrics import CoreCollector
 from scheduler._openapi import ACTIVE_STATUSES, APPLICATION_STATES, openapi_document
@@ -126,6 +127,12 @@ class _Api:
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(self.collector)
 
+    async def _part(self, request: Request, kind: str) -> Any:
+        """What one partition's actor answers to ``Query(kind)``: only what a list
+        endpoint reads, never the whole state dump (a 404 for an unknown partition)."""
+        core, name = self.core, request.path_params["partition"]
+        return await core._ask(core._partition_ref(name), Query(kind=kind))
+
     async def partitions(self, request: Request) -> Response:
         return JSONResponse(await self.core.get_partitions())
 
@@ -140,7 +147,7 @@ class _Api:
 
     async def queue_applications(self, request: Request) -> Response:
         path = _queue_path(request)
-        part = _partition(await self.core.state_dump(), request.path_params["partition"])
+        part = await self._part(request, "applications")
         if _find_queue(part["queues"], path) is None:
             raise NotFoundError(f"queue {path!r} not found in partition {partition_name(part)!r}")
         return JSONResponse(_queue_apps(part, path))
@@ -155,7 +162,7 @@ class _Api:
         return JSONResponse(app)
 
     async def applications_by_state(self, request: Request) -> Response:
-        part = _partition(await self.core.state_dump(), request.path_params["partition"])
+        part = await self._part(request, "applications")
         state = request.path_params["state"].lower()
         status = request.query_params.get("status", "").lower()
         if state not in APPLICATION_STATES:
@@ -175,8 +182,7 @@ class _Api:
         )
 
     async def nodes(self, request: Request) -> Response:
-        part = _partition(await self.core.state_dump(), request.path_params["partition"])
-        return JSONResponse(part["nodes"])
+        return JSONResponse(await self._part(request, "nodes"))
 
     async def node(self, request: Request) -> Response:
         params = request.path_params
@@ -351,15 +357,6 @@ def _queue_path(request: Request) -> str:
             "digits, '-' or '_')",
         )
     return path
-
-
-def _partition(dump: Dump, name: str) -> Dump:
-    """One partition of a state dump, or the core's 404."""
-    part: Dump
-    for part in dump["partitions"]:
-        if partition_name(part) == name:
-            return part
-    raise NotFoundError(f"partition {name!r} not found")
 
 
 def _find_queue(queue: Dump, path: str) -> Dump | None:

@@ -74,6 +74,10 @@ def answer(p: Partition, kind: str, key: str) -> Any:
         return group_usage(p)
     if kind == "dump":
         return dump(p)
+    if kind == "nodes":
+        return [node_info(n) for n in p.nodes.values()]
+    if kind == "applications":
+        return applications_part(p)
     raise SchedulerError(f"unknown query {kind!r}")
 
 
@@ -247,6 +251,17 @@ def dump(p: Partition) -> dict[str, Any]:
         "nodes": [node_info(n, p.wall) for n in p.nodes.values()],
         "userUsage": user_usage(p),
         "groupUsage": group_usage(p),
+    }
+
+
+def applications_part(p: Partition) -> dict[str, Any]:
+    """The part of ``dump`` that the REST application lists read: the same keys, and of
+    ``partition`` only its name (no node is read)."""
+    return {
+        "partition": {"name": p.name},
+        "queues": queue_info(p, p.root),
+        "applications": [application_info(a, p.permits) for a in p.applications.values()],
+        "terminatedApplications": [application_info(a, p.permits) for a in p.terminated.values()],
     }
 
 
