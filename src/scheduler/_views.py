@@ -75,7 +75,7 @@ def answer(p: Partition, kind: str, key: str) -> Any:
     if kind == "dump":
         return dump(p)
     if kind == "nodes":
-        return [node_info(n) for n in p.nodes.values()]
+        return [node_info(n, p.wall) for n in p.nodes.values()]
     if kind == "applications":
         return applications_part(p)
     raise SchedulerError(f"unknown query {kind!r}")
@@ -260,8 +260,10 @@ def applications_part(p: Partition) -> dict[str, Any]:
     return {
         "partition": {"name": p.name},
         "queues": queue_info(p, p.root),
-        "applications": [application_info(a, p.permits) for a in p.applications.values()],
-        "terminatedApplications": [application_info(a, p.permits) for a in p.terminated.values()],
+        "applications": [application_info(a, p.permits, p.wall) for a in p.applications.values()],
+        "terminatedApplications": [
+            application_info(a, p.permits, p.wall) for a in p.terminated.values()
+        ],
     }
 
 
