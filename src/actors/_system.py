@@ -56,6 +56,7 @@ class ActorSystem:
         self._coarse_now = 0.0  # monotonic(), refreshed at least every sweep period
         self.timers = Timers(self.clock)
         self._cells: dict[str, Cell] = {}
+        self._retired: dict[str, MailboxStats] = {}  # stopped actors' totals, by class name
         self._dispatchers: dict[str, Dispatcher] = {}
         self._private: dict[Dispatcher, None] = {}  # one per actor spawned without a group
         self._state: str = _NEW
@@ -242,6 +243,12 @@ class ActorSystem:
         """Mailbox counters of every live actor, by name."""
         return {name: cell.stats() for name, cell in self._cells.items()}
 
+    def retired_stats(self) -> dict[str, MailboxStats]:
+        """The counters of every actor that has stopped, added up per actor kind (its
+        class name): `processed`, `handler_time`, `failures` and `resumed` are totals,
+        `peak` the largest, `queued` and `suspended` zero."""
+        return dict(self._retired)
+
     # -- quiescence ----------------------------------------------------------------
 
     async def settle(self) -> None:
@@ -355,6 +362,7 @@ class ActorSystem:
     def _forget(self, cell: Cell) -> None:
         if self._cells.get(cell.name) is cell:
             del self._cells[cell.name]
+            self._retire(cell)
         dispatcher = cell.dispatcher
         if dispatcher._cells:
             return
@@ -363,6 +371,18 @@ class ActorSystem:
         elif self._dispatchers.get(dispatcher.name) is dispatcher:
             # An empty group is forgotten; spawning into it again registers it again.
             del self._dispatchers[dispatcher.name]
+
+    def _retire(self, cell: Cell) -> None:
+        kind, now = type(cell.actor).__name__, cell.stats()
+        was = self._retired.get(kind, MailboxStats(0, 0, 0, 0.0, 0))
+        self._retired[kind] = MailboxStats(
+            queued=0,
+            peak=max(was.peak, now.peak),
+            processed=was.processed + now.processed,
+            handler_time=was.handler_time + now.handler_time,
+            failures=was.failures + now.failures,
+            resumed=was.resumed + now.resumed,
+        )
 
     def _abort(self) -> None:
         """After run(): whatever is left (after a crash or cancellation) is dead."""

@@ -62,3 +62,35 @@ async def test_system_repr(system: ActorSystem) -> None:
     await system.settle()
     assert repr(system).startswith("<ActorSystem running actors=1 ")
     assert "busy=0" in repr(system)
+
+
+class Other(Picky):
+    pass
+
+
+@pytest.mark.asyncio
+@pytest.mark.logs_errors("failed handling")
+async def test_stopped_actors_counts_are_kept_per_kind(system: ActorSystem) -> None:
+    assert system.retired_stats() == {}
+    refs = [system.spawn(Picky(), name=f"p{n}") for n in range(3)]
+    other = system.spawn(Other(), name="other")
+    for n, ref in enumerate(refs):
+        for _ in range(n + 1):
+            ref.tell("a")
+    refs[2].tell("bad")
+    other.tell("a")
+    await system.settle()
+    live = sum(r.stats().handler_time for r in refs)
+    for ref in (*refs[1:], other):
+        ref.stop()
+    await system.settle()
+    assert set(system.stats()) == {"p0"}  # stats() is the live actors only
+    retired = system.retired_stats()
+    assert set(retired) == {"Picky", "Other"}
+    picky = retired["Picky"]
+    assert (picky.queued, picky.peak, picky.processed, picky.failures) == (0, 4, 2 + 4, 1)
+    assert 0 < picky.handler_time <= live
+    assert retired["Other"].processed == 1
+    refs[0].stop()
+    await system.settle()
+    assert system.retired_stats()["Picky"].processed == 1 + 2 + 4
