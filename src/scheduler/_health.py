@@ -24,7 +24,7 @@ def partition_name(part: Dump) -> str:
 
 # YuniKorn's scheduler health checks (pkg/scheduler/health_checker.go) that a state dump
 # can answer, by YuniKorn's names, and the consistency checks of the core's own totals.
-# YuniKorn's "Scheduling errors" and "Failed nodes" read counters the core does not keep.
+# "Scheduling errors" and "Failed nodes" read the partitions' counters (``schedulerMetrics``).
 def _check(name: str, description: str, label: str, bad: list[str]) -> HealthCheck:
     return {
         "Name": name,
@@ -325,8 +325,43 @@ def _mirrored(key: str, others: Mapping[str, set[str]], own_id: str) -> bool:
     return False
 
 
+def _counted(dump: Dump, name: str, description: str, what: str, count: int) -> HealthCheck:
+    return {
+        "Name": name,
+        "Succeeded": count == 0,
+        "Description": description,
+        "DiagnosisMessage": f"There were {count} {what} logged in the metrics",
+    }
+
+
+def _metric(dump: Dump, key: str) -> list[Any]:
+    return [p["schedulerMetrics"][key] for p in dump["partitions"] if "schedulerMetrics" in p]
+
+
+def check_scheduling_errors(dump: Dump) -> HealthCheck:
+    """No scheduling pass of any partition raised (YuniKorn: no scheduling error counted)."""
+    errors = sum(a["error"] for a in _metric(dump, "containerAllocationAttempts"))
+    return _counted(
+        dump,
+        "Scheduling errors",
+        "Check for scheduling error entries in metrics",
+        "scheduling errors",
+        errors,
+    )
+
+
+def check_failed_nodes(dump: Dump) -> HealthCheck:
+    """No failed node counted (the core has no failed node state: always 0 for now)."""
+    failed = sum(_metric(dump, "failedNodes"))
+    return _counted(
+        dump, "Failed nodes", "Check for failed nodes entries in metrics", "failed nodes", failed
+    )
+
+
 #: Every check of ``/ws/v1/scheduler/healthcheck``, in the order it reports them.
 HEALTH_CHECKS: Final[tuple[Callable[[Dump], HealthCheck], ...]] = (
+    check_scheduling_errors,
+    check_failed_nodes,
     check_negative_partitions,
     check_negative_nodes,
     check_negative_queues,

@@ -48,6 +48,7 @@ from scheduler._events import (
     ReservationDue,
     Retire,
 )
+from scheduler._metrics import SchedulingCounters
 from scheduler._objects import Allocation, Ask, Node, NodeIndex
 from scheduler._outstanding import InspectOutstanding, OutstandingRequests
 from scheduler._partition import Partition
@@ -102,6 +103,7 @@ class PartitionActor(Actor):
         self._queue_actors = 0
         self._inspects = outstanding  # the RM hears of outstanding requests (autoscaling)
         self.outstanding: OutstandingRequests | None = None
+        self.counters = SchedulingCounters()  # YuniKorn's counter metrics, per pass and flush
         self.partition: Partition
         self.scheduler: Scheduler
 
@@ -156,7 +158,10 @@ class PartitionActor(Actor):
                 if not dry_run:
                     await self.apply_config(config)
             case Query(kind=kind, key=key):
-                return _views.answer(self.partition, kind, key)
+                answer = _views.answer(self.partition, kind, key)
+                if kind == "dump":
+                    answer["schedulerMetrics"] = self.counters.info()
+                return answer
             case _Continue():
                 pass  # on_drained goes on with the pass
             case ReservationDue():
@@ -492,7 +497,13 @@ class PartitionActor(Actor):
                 self._checking = True
                 self.run_handler(self._schedule_checked())
             else:
-                self.scheduler.schedule(SCHEDULE_BATCH)
+                start = p.clock()
+                try:
+                    self.scheduler.schedule(SCHEDULE_BATCH)
+                except Exception:
+                    self.counters.attempts["error"] += 1  # YuniKorn's scheduling error
+                    raise
+                self.counters.observe_pass(p.clock() - start)
                 if p.schedule_pending:
                     self.actor_ref.tell(_Continue())
                 self._arm_reservation_timer()
@@ -583,6 +594,7 @@ class PartitionActor(Actor):
     def _flush(self) -> None:
         outbox = self.partition.outbox
         if outbox:
+            self.counters.count_flush(outbox.entries)
             for kind, payload in outbox.flush():
                 self._callback.tell(Outbound(kind=kind, payload=payload))
 

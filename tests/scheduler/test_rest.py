@@ -20,7 +20,13 @@ import scheduler
 from scheduler import si
 from scheduler._config import parse_config
 from scheduler._health import HEALTH_CHECKS, check_reservations, health_status
-from scheduler._metrics import actor_kind, metric_families, metric_name
+from scheduler._metrics import (
+    LATENCY_BUCKETS,
+    SchedulingCounters,
+    actor_kind,
+    metric_families,
+    metric_name,
+)
 from scheduler._openapi import openapi_document
 from scheduler._rest import make_app
 from scheduler.testing import ErrorWatch, RecordingCallback, Scenario, gang_tags, start_scenario
@@ -485,6 +491,8 @@ async def test_healthcheck_of_a_consistent_core(busy: Scenario, client: httpx.As
     assert all(c["Succeeded"] for c in health["HealthChecks"]), health
     names = {c["Name"] for c in health["HealthChecks"]}
     assert names == {
+        "Scheduling errors",
+        "Failed nodes",
         "Negative resources",
         "Consistency of data",
         "Orphan allocation on node check",
@@ -573,8 +581,14 @@ def bump(res: Json, name: str = "memory", by: int = 1) -> None:
     res[name] = res.get(name, 0) + by
 
 
+def metric(d: Json, key: str) -> Json:
+    return d["partitions"][0]["schedulerMetrics"][key]
+
+
 # check's name (its function), how to break it
 DOCTORS: dict[str, Callable[[Json], None]] = {
+    "check_scheduling_errors": lambda d: bump(metric(d, "containerAllocationAttempts"), "error"),
+    "check_failed_nodes": lambda d: d["partitions"][0]["schedulerMetrics"].update(failedNodes=2),
     "check_negative_partitions": lambda d: d["partitions"][0]["partition"]["capacity"][
         "usedCapacity"
     ].update(memory=-1),
@@ -617,7 +631,8 @@ async def test_each_check_fails_on_a_doctored_dump(
     DOCTORS[check.__name__](doctored)
     result = check(doctored)
     assert result["Succeeded"] is False
-    assert result["DiagnosisMessage"].split(": ", 1)[1] != "[]"
+    message = result["DiagnosisMessage"]
+    assert message.split(": ", 1)[1] != "[]" if ": " in message else "There were 0" not in message
     assert health_status(doctored)["Healthy"] is False
     assert health_status(dump)["Healthy"] is True
 
@@ -688,6 +703,64 @@ async def test_scheduler_and_queue_metrics(busy: Scenario, client: httpx.AsyncCl
     assert m["yunikorn_root_b_c_queue_app"] == {
         (("partition", "default"), ("state", "starting")): 1
     }
+
+
+@pytest.mark.asyncio
+async def test_counter_metrics_match_what_the_rm_was_told(
+    busy: Scenario, client: httpx.AsyncClient
+) -> None:
+    rm = busy.rm
+    mine = [a for r in rm.allocation_responses for a in r.new if a.application_id == "app-1"]
+    await busy.release(mine[0])  # the RM's own release, confirmed: counted as released
+    m = await scrape(client)
+    attempts = m["yunikorn_scheduler_container_allocation_attempt"]  # ..._total samples
+    told = {
+        "allocated": sum(len(r.new) for r in rm.allocation_responses),
+        "rejected": sum(len(r.rejected) for r in rm.allocation_responses),
+        "released": sum(len(r.released) for r in rm.allocation_responses),
+        "error": 0,
+    }
+    assert told["allocated"] > 0 and told["released"] > 0
+    assert {dict(k)["state"]: v for k, v in attempts.items()} == told
+    submissions = m["yunikorn_scheduler_application_submission"]
+    assert {dict(k)["result"]: v for k, v in submissions.items()} == {
+        "accepted": sum(len(r.accepted) for r in rm.application_responses),
+        "rejected": sum(len(r.rejected) for r in rm.application_responses),
+    }
+
+
+@pytest.mark.asyncio
+async def test_the_latency_histogram_reads_the_core_clock(
+    busy: Scenario, client: httpx.AsyncClient
+) -> None:
+    r = await client.get("/ws/v1/metrics")
+    name = "yunikorn_scheduler_scheduling_latency_milliseconds"
+    (family,) = [f for f in text_string_to_metric_families(r.text) if f.name == name]
+    assert family.type == "histogram"
+    samples = {(x.name, x.labels.get("le")): x.value for x in family.samples}
+    count = samples[(name + "_count", None)]
+    assert count > 0  # one observation per pass, every one 0 s on the manual clock
+    assert samples[(name + "_bucket", "0.0001")] == count == samples[(name + "_bucket", "+Inf")]
+    assert samples[(name + "_sum", None)] == 0
+
+
+def test_counters_count_per_flush_and_pass() -> None:
+    counters = SchedulingCounters()
+    counters.count_flush([("new", 1), ("new", 2), ("released", 3), ("app_accepted", 4)])
+    counters.count_flush([("rejected", 5), ("app_rejected", 6), ("new", 7)])
+    for seconds in (0.00005, 0.0001, 0.05, 20.0):
+        counters.observe_pass(seconds)
+    info = counters.info()
+    assert info["containerAllocationAttempts"] == {
+        "allocated": 3,
+        "rejected": 1,
+        "error": 0,
+        "released": 1,
+    }
+    assert info["applicationSubmissions"] == {"accepted": 1, "rejected": 1}
+    assert info["schedulingLatency"]["buckets"] == [2, 0, 0, 1, 0, 0, 1]  # le=0.0001 .. +Inf
+    assert info["schedulingLatency"]["sum"] == pytest.approx(20.05015)
+    assert len(LATENCY_BUCKETS) == 6
 
 
 @pytest.mark.asyncio
