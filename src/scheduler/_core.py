@@ -546,6 +546,7 @@ class Core:
             "resourceManagerStates": await self.get_resource_managers(),
             "partitions": partitions,
             "actors": {name: _stats(s) for name, s in self.system.stats().items()},
+            "retiredActors": {k: _stats(s) for k, s in self.system.retired_stats().items()},
         }
 
     def __repr__(self) -> str:

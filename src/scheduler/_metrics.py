@@ -111,7 +111,12 @@ def metric_name(text: str) -> str:
 
 def metric_families(dump: Dump) -> list[Metric]:
     """Every metric of ``/ws/v1/metrics`` for a state dump."""
-    return [*_scheduler_metrics(dump), *_queue_metrics(dump), *_actor_metrics(dump)]
+    return [
+        *_scheduler_metrics(dump),
+        *_queue_metrics(dump),
+        *_actor_metrics(dump),
+        *_retired_metrics(dump),
+    ]
 
 
 def _scheduler_metrics(dump: Dump) -> list[Metric]:
@@ -287,6 +292,44 @@ _ACTOR_GAUGES: Final = (
     ("yunikorn_actor_handler_latency_seconds", "Mean handler time per message, by actor kind."),
     ("yunikorn_actor_handler_failures", "Handler and hook exceptions of the live actors."),
 )
+
+
+# The actor classes of the core, by the kind the metrics name them.
+_KIND_OF_CLASS: Final = {
+    "PartitionActor": "partition",
+    "QueueActor": "queue",
+    "ApplicationActor": "app",
+    "CallbackActor": "callback",
+}
+_RETIRED_GAUGES: Final = (
+    ("yunikorn_actor_retired_messages_processed", "processed", "Messages handled by actors"),
+    (
+        "yunikorn_actor_retired_handler_seconds",
+        "handler_time",
+        "Wall time in the handlers of actors",
+    ),
+    (
+        "yunikorn_actor_retired_handler_failures",
+        "failures",
+        "Handler and hook exceptions of actors",
+    ),
+)
+
+
+def _retired_metrics(dump: Dump) -> list[Metric]:
+    """The counters of the actors that have stopped, added up per kind (the runtime keeps
+    them when an actor goes: ``ActorSystem.retired_stats``)."""
+    families: list[Metric] = []
+    retired = dump.get("retiredActors", {})
+    for name, field, doc in _RETIRED_GAUGES:
+        family = GaugeMetricFamily(name, f"{doc} that have stopped, by kind.", labels=["kind"])
+        totals: Counter[str] = Counter()
+        for cls, stats in retired.items():
+            totals[_KIND_OF_CLASS.get(cls, "other")] += stats[field]
+        for kind, value in sorted(totals.items()):
+            family.add_metric([kind], value)
+        families.append(family)
+    return families
 
 
 def _actor_metrics(dump: Dump) -> list[Metric]:

@@ -780,6 +780,22 @@ async def test_actor_metrics(busy: Scenario, client: httpx.AsyncClient) -> None:
 
 
 @pytest.mark.asyncio
+async def test_stopped_actors_keep_their_counts(busy: Scenario, client: httpx.AsyncClient) -> None:
+    before = await scrape(client)
+    assert before["yunikorn_actor_retired_messages_processed"] == {}  # nothing stopped yet
+    live = before["yunikorn_actor_messages_processed"][(("kind", "app"),)]
+    await busy.register(QUEUES)  # registering again replaces every actor of the RM
+    m = await scrape(client)
+    retired = m["yunikorn_actor_retired_messages_processed"][(("kind", "app"),)]
+    assert retired >= live > 0  # (and the messages that stopped them)
+    kinds = {dict(k)["kind"] for k in m["yunikorn_actor_retired_handler_seconds"]}
+    assert kinds == {"partition", "queue", "app", "callback"}
+    assert m["yunikorn_actor_retired_handler_failures"][(("kind", "app"),)] == 0
+    dump = await busy.core.state_dump()
+    assert dump["retiredActors"]["ApplicationActor"]["processed"] == retired
+
+
+@pytest.mark.asyncio
 async def test_metrics_use_the_app_registry_only(busy: Scenario) -> None:
     app = make_app(in_process(busy))
     assert app.state.registry is not prometheus_client.REGISTRY
