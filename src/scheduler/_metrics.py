@@ -4,10 +4,9 @@ them (``pkg/metrics``), computed from a state dump at each scrape."""
 from __future__ import annotations
 
 import math
-from bisect import bisect_left
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from typing import Any, Final
+from typing import Final
 
 from prometheus_client.core import (
     CounterMetricFamily,
@@ -17,6 +16,7 @@ from prometheus_client.core import (
 )
 
 from scheduler._application import AppState
+from scheduler._counters import ATTEMPTS, LATENCY_BUCKETS, SUBMISSIONS, SchedulingCounters
 from scheduler._health import Dump, each_app, each_node, partition_name, walk_queue
 
 __all__ = [
@@ -34,11 +34,6 @@ __all__ = [
 # counters of allocation attempts and submissions and the latency histogram come from each
 # partition's ``SchedulingCounters``, counted per pass and per flush, never per allocation.
 
-# YuniKorn's ``scheduling_latency_milliseconds`` buckets: ExponentialBuckets(0.0001, 10, 6),
-# observed in seconds as YuniKorn does despite the name.
-LATENCY_BUCKETS: Final = (0.0001, 0.001, 0.01, 0.1, 1.0, 10.0)
-_ATTEMPTS: Final = ("allocated", "rejected", "error", "released")
-_SUBMISSIONS: Final = ("accepted", "rejected")
 _USAGE_BUCKETS: Final = (
     "[0,10%]",
     "(10%, 20%]",
@@ -51,45 +46,6 @@ _USAGE_BUCKETS: Final = (
     "(80%,90%]",
     "(90%,100%]",
 )
-
-
-class SchedulingCounters:
-    """A partition's counters since it started: allocation attempts by state, application
-    submissions by result, and how long its scheduling passes took (core's clock)."""
-
-    __slots__ = ("attempts", "latency", "latency_sum", "submissions")
-
-    def __init__(self) -> None:
-        self.attempts = dict.fromkeys(_ATTEMPTS, 0)
-        self.submissions = dict.fromkeys(_SUBMISSIONS, 0)
-        self.latency = [0] * (len(LATENCY_BUCKETS) + 1)  # per bucket, the last is +Inf
-        self.latency_sum = 0.0
-
-    def observe_pass(self, seconds: float) -> None:
-        """One scheduling pass took ``seconds``."""
-        self.latency[bisect_left(LATENCY_BUCKETS, seconds)] += 1
-        self.latency_sum += seconds
-
-    def count_flush(self, entries: Iterable[tuple[str, object]]) -> None:
-        """What one flush of the outbox tells the RM, counted by field in one go, so the
-        pass itself counts nothing per allocation. An allocation counts when the RM hears
-        of it (a permit gang's member held back counts when the gang lets it go)."""
-        fields = Counter(field for field, _item in entries)
-        self.attempts["allocated"] += fields["new"]
-        self.attempts["rejected"] += fields["rejected"]
-        self.attempts["released"] += fields["released"]
-        self.submissions["accepted"] += fields["app_accepted"]
-        self.submissions["rejected"] += fields["app_rejected"]
-
-    def info(self) -> dict[str, Any]:
-        """The counters as the state dump shows them (``schedulerMetrics``); the core has
-        no failed node state, so ``failedNodes`` stays 0."""
-        return {
-            "containerAllocationAttempts": dict(self.attempts),
-            "failedNodes": 0,
-            "applicationSubmissions": dict(self.submissions),
-            "schedulingLatency": {"buckets": list(self.latency), "sum": self.latency_sum},
-        }
 
 
 class CoreCollector:
@@ -141,8 +97,8 @@ def _scheduler_metrics(dump: Dump) -> list[Metric]:
 
 def _counters(dump: Dump) -> list[Metric]:
     """YuniKorn's counters and latency histogram, added up over the partitions."""
-    attempts = dict.fromkeys(_ATTEMPTS, 0)
-    submissions = dict.fromkeys(_SUBMISSIONS, 0)
+    attempts = dict.fromkeys(ATTEMPTS, 0)
+    submissions = dict.fromkeys(SUBMISSIONS, 0)
     latency, latency_sum = [0] * (len(LATENCY_BUCKETS) + 1), 0.0
     for part in dump["partitions"]:
         info = part.get("schedulerMetrics")

@@ -28,6 +28,7 @@ from scheduler import _views, si
 from scheduler._app_actor import ApplicationActor
 from scheduler._application import Application
 from scheduler._config import queue_paths
+from scheduler._counters import SchedulingCounters
 from scheduler._errors import SchedulerError
 from scheduler._events import (
     AllocationSpec,
@@ -48,7 +49,6 @@ from scheduler._events import (
     ReservationDue,
     Retire,
 )
-from scheduler._metrics import SchedulingCounters
 from scheduler._objects import Allocation, Ask, Node, NodeIndex
 from scheduler._outstanding import InspectOutstanding, OutstandingRequests
 from scheduler._partition import Partition
