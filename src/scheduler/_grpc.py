@@ -37,7 +37,7 @@ from scheduler._batching import chunks_within, join_requests, joined
 from scheduler._callback import ResourceManagerCallback
 from scheduler._errors import NotFoundError, SchedulerError
 from scheduler._grpc_codec import from_proto_of, to_proto_of
-from scheduler._native import Limits
+from scheduler._native import Limits, stop_own_rm
 
 if TYPE_CHECKING:
     from scheduler._core import Core
@@ -604,16 +604,8 @@ class GrpcSession:
                 self._reply(reply, value=value)
 
     async def stop(self, rm_id: str) -> None:
-        """The RM of this session shuts down of its own accord: Stopped, not Paused, and
-        the session's end then changes nothing. Another RM is not this one's to stop."""
-        if rm_id != self.rm_id:
-            mine = f"{self.rm_id!r}" if self.rm_id else "none yet"
-            raise SchedulerError(
-                f"a connection may stop only the resource manager it registered ({mine}), "
-                f"not {rm_id!r}"
-            )
-        await self.server.core.stop_resource_manager(rm_id)
-        self.log.info("resource manager {} stopped of its own accord", rm_id)
+        """The RM of this session shuts down of its own accord (``stop_own_rm``)."""
+        await stop_own_rm(self.server.core, self.rm_id, rm_id, self.log)
 
     def _reply(self, reply: Any, *, value: Any = None, error: _CallError | None = None) -> None:
         if isinstance(reply, asyncio.Future):

@@ -76,6 +76,20 @@ _QUERIES: dict[str, int] = {
 }
 
 
+async def stop_own_rm(core: Core, mine: str, rm_id: str, log: Any) -> None:
+    """The RM of a connection (``mine``, over either transport) shuts down of its own
+    accord: Stopped, not Paused, and the connection's end then changes nothing. Another
+    RM is not this connection's to stop."""
+    if rm_id != mine:
+        registered = f"{mine!r}" if mine else "none yet"
+        raise SchedulerError(
+            f"a connection may stop only the resource manager it registered ({registered}), "
+            f"not {rm_id!r}"
+        )
+    await core.stop_resource_manager(rm_id)
+    log.info("resource manager {} stopped of its own accord", rm_id)
+
+
 class Limits:
     """What one RM may send: frame size, asks per request, id length, and how many frames
     may wait for it before it counts as too slow."""
@@ -404,16 +418,7 @@ class Session:
         return await method(*call.args)
 
     async def _stop(self, rm_id: str) -> None:
-        """The RM of this connection shuts down of its own accord: Stopped, not Paused, and
-        the connection's end then changes nothing. Another RM is not this one's to stop."""
-        if rm_id != self.rm_id:
-            mine = f"{self.rm_id!r}" if self.rm_id else "none yet"
-            raise SchedulerError(
-                f"a connection may stop only the resource manager it registered ({mine}), "
-                f"not {rm_id!r}"
-            )
-        await self.server.core.stop_resource_manager(rm_id)
-        self.log.info("resource manager {} stopped of its own accord", rm_id)
+        await stop_own_rm(self.server.core, self.rm_id, rm_id, self.log)
 
     # ====================================================================== callbacks
     def push(self, data: bytes) -> None:
