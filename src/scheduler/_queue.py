@@ -6,7 +6,7 @@ from bisect import bisect_left
 from collections.abc import Callable, Iterable, Mapping
 from enum import StrEnum
 from operator import neg
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from loguru import logger
 from sortedcontainers import SortedDict
@@ -37,6 +37,10 @@ class QueueStatus(StrEnum):
     ACTIVE = "Active"
     DRAINING = "Draining"
     STOPPED = "Stopped"
+
+
+# Looked up once: reading an enum member off its class costs a slow attribute lookup.
+_STOPPED: Final = QueueStatus.STOPPED
 
 
 class Queue:
@@ -362,7 +366,7 @@ class Queue:
         for child in self._dirty:
             child.order_dirty = False
             old = child.order_key
-            if pending.get(child.name) is not child or child._status is QueueStatus.STOPPED:
+            if pending.get(child.name) is not child or child._status is _STOPPED:
                 if old is not None:
                     self._unfile(child)
                 continue
