@@ -204,6 +204,16 @@ def serve(
             show_default=False,
         ),
     ] = None,
+    tls_client_ca: Annotated[
+        Path | None,
+        typer.Option(
+            "--tls-client-ca",
+            metavar="FILE",
+            help="Mutual TLS (with --tls-cert): every listener requires a client "
+            "certificate signed by a CA of this PEM file.",
+            show_default=False,
+        ),
+    ] = None,
     max_frame: Annotated[
         int, typer.Option(min=1024, metavar="BYTES", help="The largest frame an RM may send.")
     ] = Limits().max_frame,
@@ -261,6 +271,7 @@ def serve(
         token=token,
         tls_cert=tls_cert,
         tls_key=tls_key,
+        tls_client_ca=tls_client_ca,
         grace=grace,
         rm_timeout=rm_timeout,
         limits=Limits(

@@ -19,6 +19,7 @@ import contextlib
 import hashlib
 import signal
 import socket
+import ssl
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -56,6 +57,7 @@ class DaemonOptions:
     token: str = ""
     tls_cert: Path | None = None  # with tls_key: TLS on every listener (scheduler._tls)
     tls_key: Path | None = None
+    tls_client_ca: Path | None = None  # mutual TLS: every listener asks for a client cert
     watch_interval: float = 1.0  # seconds between looks at the configuration file
     grace: float = 10.0  # seconds a shutdown waits for RMs to be answered
     rm_timeout: float = 60.0  # seconds an RM that lost its connection stays Paused
@@ -77,7 +79,7 @@ async def run_daemon(
     config_text = ""
     if options.config is not None:
         config_text = _read_config(options.config)
-    tls = load_server_tls(options.tls_cert, options.tls_key)
+    tls = load_server_tls(options.tls_cert, options.tls_key, options.tls_client_ca)
     timeouts = Timeouts()
     timeouts.rm_paused = options.rm_timeout  # Paused -> Stopped (Core.rm_disconnected)
     async with start_scheduler(timeouts=timeouts) as core:
@@ -94,7 +96,9 @@ async def run_daemon(
 
             grpc_server = GrpcServer(server)
             addresses["grpc"] = await grpc_server.start(
-                options.grpc, tls=None if tls is None else (tls.cert_pem, tls.key_pem)
+                options.grpc,
+                tls=None if tls is None else (tls.cert_pem, tls.key_pem),
+                client_ca=None if tls is None else tls.client_ca_pem,
             )
         http = _HttpServer(
             uvicorn.Config(
@@ -104,6 +108,7 @@ async def run_daemon(
                 lifespan="off",
                 ssl_certfile=None if tls is None else tls.cert,
                 ssl_keyfile=None if tls is None else tls.key,
+                **_client_ca_options(tls),
             )
         )
         for kind, where in addresses.items():
@@ -188,6 +193,13 @@ def _read_config(path: Path) -> str:
     except ConfigError as exc:
         raise SchedulerError(f"{path}: {exc}") from None
     return text
+
+
+def _client_ca_options(tls: ServerTLS | None) -> dict[str, Any]:
+    """uvicorn's options for mutual TLS (``--tls-client-ca``): none without it."""
+    if tls is None or tls.client_ca is None:
+        return {}
+    return {"ssl_ca_certs": str(tls.client_ca), "ssl_cert_reqs": ssl.CERT_REQUIRED}
 
 
 async def _listen(address: str, tls: ServerTLS | None = None) -> tuple[Listener[Any], str]:

@@ -128,9 +128,16 @@ class GrpcServer:
         # (0: it takes what has arrived by the next turn of the loop; see _batching).
         self.batch_window = 0.0
 
-    async def start(self, address: str, *, tls: tuple[bytes, bytes] | None = None) -> str:
+    async def start(
+        self,
+        address: str,
+        *,
+        tls: tuple[bytes, bytes] | None = None,
+        client_ca: bytes | None = None,
+    ) -> str:
         """Listen on ``host:port`` (port 0: a free one); returns ``grpc://host:port``, or
-        with ``tls`` (a PEM certificate chain and its key) ``grpcs://host:port``."""
+        with ``tls`` (a PEM certificate chain and its key) ``grpcs://host:port``; with
+        ``client_ca`` too (PEM), a client must show a certificate that CA signed."""
         host, sep, port_text = address.rpartition(":")
         if not sep or not host or not port_text.isdigit():
             raise SchedulerError(f"--grpc {address!r}: say host:port, e.g. 127.0.0.1:9090")
@@ -148,7 +155,11 @@ class GrpcServer:
                 port = server.add_insecure_port(address)
             else:
                 cert_pem, key_pem = tls
-                credentials = grpc.ssl_server_credentials([(key_pem, cert_pem)])
+                credentials = grpc.ssl_server_credentials(
+                    [(key_pem, cert_pem)],
+                    root_certificates=client_ca,
+                    require_client_auth=client_ca is not None,
+                )
                 port = server.add_secure_port(address, credentials)
         except RuntimeError as exc:
             raise OSError(98, f"cannot bind {address}: {exc}") from None

@@ -7,6 +7,9 @@
 * HTTP: ``https://host:port``;
 * gRPC: ``grpcs://host:port``.
 
+With ``--tls-client-ca FILE`` too, all three require a client certificate signed by a CA
+of that file (mutual TLS); a client without one is refused in the handshake.
+
 The client reaches them with those schemes; ``tls=`` names a CA file (PEM) to trust in
 place of the system's trust store, or (native only) a whole ``ssl.SSLContext``.
 """
@@ -52,16 +55,23 @@ class ServerTLS:
     cert_pem: bytes
     key_pem: bytes
     context: ssl.SSLContext
+    client_ca: Path | None = None  # mutual TLS: client certificates signed by this CA
+    client_ca_pem: bytes | None = None
 
 
-def load_server_tls(cert: Path | None, key: Path | None) -> ServerTLS | None:
-    """``--tls-cert`` and ``--tls-key``, read and checked (both, or neither: None).
+def load_server_tls(
+    cert: Path | None, key: Path | None, client_ca: Path | None = None
+) -> ServerTLS | None:
+    """``--tls-cert`` and ``--tls-key``, read and checked (both, or neither: None), and
+    ``--tls-client-ca`` (which needs them).
 
     Raises:
         SchedulerError: only one is given, or a file is unreadable or not what it should
             be (the message names the file).
     """
     if cert is None and key is None:
+        if client_ca is not None:
+            raise SchedulerError("--tls-client-ca needs --tls-cert and --tls-key too")
         return None
     if cert is None or key is None:
         given, missing = ("--tls-cert", "--tls-key") if cert else ("--tls-key", "--tls-cert")
@@ -86,7 +96,19 @@ def load_server_tls(cert: Path | None, key: Path | None) -> ServerTLS | None:
         ) from None
     except OSError as exc:  # the files were readable a moment ago
         raise SchedulerError(f"--tls-cert {cert} / --tls-key {key}: {exc}") from None
-    return ServerTLS(cert, key, cert_pem, key_pem, context)
+    if client_ca is None:
+        return ServerTLS(cert, key, cert_pem, key_pem, context)
+    ca_pem = _read(client_ca, "--tls-client-ca")
+    if b"-----BEGIN CERTIFICATE-----" not in ca_pem:
+        raise SchedulerError(f"--tls-client-ca {client_ca}: not a PEM certificate")
+    try:
+        context.load_verify_locations(cadata=ca_pem.decode("ascii", "replace"))
+    except (ssl.SSLError, ValueError) as exc:
+        raise SchedulerError(
+            f"--tls-client-ca {client_ca}: not a valid PEM certificate ({exc})"
+        ) from None
+    context.verify_mode = ssl.CERT_REQUIRED
+    return ServerTLS(cert, key, cert_pem, key_pem, context, client_ca, ca_pem)
 
 
 def _read(path: Path, option: str) -> bytes:
@@ -113,6 +135,8 @@ class QuietTLSListener(TLSListener):
         reason = str(exc) or type(exc).__name__
         if isinstance(exc, anyio.EndOfStream | anyio.BrokenResourceError):
             reason = "the client closed the connection (does it trust the certificate?)"
+        elif isinstance(exc, ssl.SSLError) and "CERTIFICATE" in str(exc).upper():
+            reason = f"{reason} (--tls-client-ca: the client needs a certificate it signed)"
         _log.warning("native: a TLS handshake with {} failed: {}", peer, reason)
 
 

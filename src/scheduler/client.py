@@ -138,6 +138,10 @@ async def connect(
         await remote.aclose()
 
 
+def _tls_reason(exc: BaseException | None) -> str:
+    return f"TLS failed: {getattr(exc, 'reason', None) or exc}"
+
+
 async def _open(target: str, timeout: float, tls: TLSArg = None) -> ByteStream:
     parts = urlsplit(target)
     try:
@@ -359,13 +363,22 @@ class RemoteCore:
                         return
                     else:
                         self._inbox.put_nowait(message)
-        except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError):
-            pass
+        except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
+            if isinstance(exc.__cause__ or exc.__context__, ssl.SSLError):  # a TLS alert
+                reason = _tls_reason(exc.__cause__ or exc.__context__)
+        except ssl.SSLError as exc:  # e.g. mutual TLS: the daemon wants a client certificate
+            reason = _tls_reason(exc)
         except WireError as exc:
             reason = f"bad frame from the daemon: {exc}"
         except OSError as exc:
             reason = f"the connection broke: {exc.strerror or exc}"
         finally:
+            welcomed = self._welcome is None or self._welcome.done()
+            if not welcomed and self.target.startswith("tls://"):  # refused at once
+                reason += (
+                    " before its welcome (a daemon with --tls-client-ca wants a client "
+                    "certificate it trusts: tls=ssl.SSLContext, with load_cert_chain)"
+                )
             self._fail(reason)
 
     def _fail(self, reason: str) -> None:
