@@ -9,7 +9,7 @@ application or node.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 import msgspec
 
@@ -29,6 +29,10 @@ __all__ = ["SCHEDULABLE_STATES", "Proposal", "Scheduler"]
 SCHEDULABLE_STATES = frozenset(
     {AppState.ACCEPTED, AppState.STARTING, AppState.RUNNING, AppState.COMPLETING}
 )
+# Enum members read on every allocation: a module constant is a fast global lookup, where
+# ``AppState.RUNNING`` is a slow class attribute lookup in 3.11.
+_ACCEPTED: Final = AppState.ACCEPTED
+_RUNNING: Final = AppState.RUNNING
 
 
 class Proposal(msgspec.Struct, gc=False):
@@ -217,12 +221,12 @@ class Scheduler:
         for app in apps:
             if app.state not in SCHEDULABLE_STATES:
                 continue
-            if app_limited and app.state is AppState.ACCEPTED and not queue.can_run_another_app():
+            if app_limited and app.state is _ACCEPTED and not queue.can_run_another_app():
                 continue  # maxapplications: it waits until a running application finishes
             charge = None
             if ugm is not None:  # user and group limits
                 charge = ugm.charge(app)
-                if app.state is AppState.ACCEPTED and not charge.can_run():
+                if app.state is _ACCEPTED and not charge.can_run():
                     continue  # its user or group runs as many applications as it may
                 if not charge.res_levels:
                     charge = None
@@ -461,7 +465,7 @@ class Scheduler:
             or (queue.limited_chain and not queue.headroom_fits(res))
             or (
                 queue.app_limited_chain
-                and app.state is AppState.ACCEPTED
+                and app.state is _ACCEPTED
                 and not queue.can_run_another_app()
             )
             or (ugm is not None and not ugm.admits(app, res))
@@ -492,7 +496,7 @@ class Scheduler:
         if ask.gang is not None and p.permits.placed(app, ask, alloc):
             return alloc  # a tentative member: the RM hears of it with its whole group
         p.outbox.add("new", alloc.to_si(to_si_shared(ask.size)))
-        if ask.placeholder or app.state is not AppState.RUNNING:
+        if ask.placeholder or app.state is not _RUNNING:
             # The application's state machine or its gang moves on: its actor's part.
             p.owners[app.application_id].allocated(ask, alloc)
         return alloc
