@@ -8,7 +8,7 @@ from __future__ import annotations
 from loguru import logger as _logger
 
 from ._actor import Actor, ActorRef, MailboxStats
-from ._clock import Clock, ManualClock, SystemClock, wall_ns
+from ._clock import Clock, ManualClock, SystemClock, wall_ns, wall_of
 from ._dispatcher import Dispatcher
 from ._errors import ActorDeadError, AskTimeoutError, DeadlineExceeded
 from ._system import ActorSystem
@@ -32,4 +32,5 @@ __all__ = [
     "SystemClock",
     "TimerHandle",
     "wall_ns",
+    "wall_of",
 ]

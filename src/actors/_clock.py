@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import time
 import weakref
+from collections.abc import Callable
 from typing import Protocol
 
-__all__ = ["Clock", "ManualClock", "SystemClock", "wall_ns"]
+__all__ = ["Clock", "ManualClock", "SystemClock", "wall_ns", "wall_of"]
 
 
 class Clock(Protocol):
@@ -17,15 +18,21 @@ class Clock(Protocol):
         ...
 
 
+def wall_of(clock: Clock) -> Callable[[float], int]:
+    """``wall_ns`` of ``clock`` as one function, looked up once (for a hot path)."""
+    convert: Callable[[float], int] | None = getattr(clock, "wall_ns", None)
+    return convert if convert is not None else _unix_ns
+
+
+def _unix_ns(t: float) -> int:
+    return int(t * 1e9)
+
+
 def wall_ns(clock: Clock, t: float) -> int:
     """Wall-clock Unix nanoseconds of ``t``, a reading of ``clock`` (for what people and
     other systems read: event and state timestamps; timeouts keep to ``now()``). A clock
     with a ``wall_ns`` method of its own says; any other counts from the Unix epoch."""
-    convert = getattr(clock, "wall_ns", None)
-    if convert is not None:
-        result: int = convert(t)
-        return result
-    return int(t * 1e9)
+    return wall_of(clock)(t)
 
 
 class SystemClock:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from contextlib import suppress
-from functools import partial
 from typing import TYPE_CHECKING
 
 from actors import (
@@ -22,7 +21,7 @@ from actors import (
     DeadlineExceeded,
     Dispatcher,
     TimerHandle,
-    wall_ns,
+    wall_of,
 )
 from scheduler import _views, si
 from scheduler._app_actor import ApplicationActor
@@ -112,7 +111,7 @@ class PartitionActor(Actor):
             self._config,
             rm_id=self._rm_id,
             clock=self.actor_system.clock.now,
-            wall=partial(wall_ns, self.actor_system.clock),
+            wall=wall_of(self.actor_system.clock),
             timeouts=self._timeouts,
             directory=self._directory,
         )

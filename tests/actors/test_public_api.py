@@ -12,6 +12,7 @@ DOCUMENTED = {
     "Clock",
     "SystemClock",
     "wall_ns",
+    "wall_of",
     "ManualClock",
     "TimerHandle",
     "ActorDeadError",
