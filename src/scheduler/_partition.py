@@ -68,7 +68,7 @@ class Partition:
         *,
         rm_id: str,
         clock: Callable[[], float],
-        wall: Callable[[float], int] | None = None,
+        wall: Callable[[float], int],
         timeouts: Timeouts | None = None,
         directory: dict[str, ActorRef] | None = None,
     ) -> None:
@@ -76,7 +76,7 @@ class Partition:
         self.rm_id = rm_id
         self.clock = clock
         # Wall-clock Unix nanoseconds of a reading of ``clock``: what timestamps show.
-        self.wall: Callable[[float], int] = wall if wall is not None else _unix_ns
+        self.wall = wall
         self.timeouts = timeouts or Timeouts()
         self.config = config
         self.outbox = Outbox(self.name, clock, self.wall)
@@ -223,8 +223,3 @@ class Partition:
             f"<Partition {self.name} apps={len(self.applications)} nodes={len(self.nodes)} "
             f"allocations={self.total_allocations}>"
         )
-
-
-def _unix_ns(t: float) -> int:
-    """A reading of a clock that counts from the Unix epoch, in nanoseconds."""
-    return int(t * 1e9)

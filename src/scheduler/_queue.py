@@ -524,25 +524,15 @@ def _queue_order(queue: Queue) -> OrderKey:
     # Lowest usage share first; on a tie the queue with more pending work, then by name.
     # (the pending quantities negated and ascending: largest first). It runs for each
     # queue of the chain on every allocation; two resources are the usual case, for
-    # which both parts are built here without a sort (the same lists ``shares`` and
-    # ``sorted`` give).
+    # which the pending part is built without a sort (the list ``sorted`` gives), as
+    # ``shares`` builds the usage part.
     pending = queue.pending
     if len(pending) == 2:
         first, second = pending.values()
         waiting = [-first, -second] if first >= second else [-second, -first]
     else:
         waiting = sorted(map(neg, pending.values()))
-    allocated = queue.allocated
-    if len(allocated) != 2:
-        return (shares(allocated, queue.guaranteed), waiting, queue.name)
-    guaranteed = queue.guaranteed
-    (name_a, used_a), (name_b, used_b) = allocated.items()
-    base_a = guaranteed.get(name_a, 0)
-    base_b = guaranteed.get(name_b, 0)
-    share_a = used_a / base_a if base_a > 0 else float(used_a)
-    share_b = used_b / base_b if base_b > 0 else float(used_b)
-    used = [share_a, share_b] if share_a >= share_b else [share_b, share_a]
-    return (used, waiting, queue.name)
+    return (shares(queue.allocated, queue.guaranteed), waiting, queue.name)
 
 
 def _priority_then_fair(queue: Queue) -> OrderKey:

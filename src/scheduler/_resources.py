@@ -100,6 +100,13 @@ def shares(used: Mapping[str, int], base: Mapping[str, int] | None) -> list[floa
     A resource with no entry in ``base`` counts its raw quantity as the share, which sorts a
     queue without a guarantee behind one that is still inside its guarantee.
     """
+    if len(used) == 2 and base:  # the usual case (queue order, on every allocation): no sort
+        (name_a, used_a), (name_b, used_b) = used.items()
+        base_a = base.get(name_a, 0)
+        base_b = base.get(name_b, 0)
+        share_a = used_a / base_a if base_a > 0 else float(used_a)
+        share_b = used_b / base_b if base_b > 0 else float(used_b)
+        return [share_a, share_b] if share_a >= share_b else [share_b, share_a]
     out = []
     for name, v in used.items():
         total = base.get(name, 0) if base else 0
