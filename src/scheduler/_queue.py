@@ -362,7 +362,6 @@ class Queue:
     def _refile(self) -> None:
         ordered, keys, key = self._ordered, self._keys, self.child_key
         pending = self.pending_children
-        few = len(ordered) <= _SCAN_BELOW  # see ``_position``
         for child in self._dirty:
             child.order_dirty = False
             old = child.order_key
@@ -373,7 +372,7 @@ class Queue:
             new = key(child)
             child.order_key = new
             if old is not None:
-                at = ordered.index(child) if few else self._position(child, old)
+                at = self._position(child, old)
                 # Usually the child keeps its place (its neighbours still bracket the new
                 # key): then bisecting after taking it out would put it back right there.
                 if (at == 0 or keys[at - 1] < new) and (at + 1 == len(keys) or new < keys[at + 1]):

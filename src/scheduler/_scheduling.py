@@ -217,6 +217,8 @@ class Scheduler:
         gang_limited = bool(queue.max_set_chain)
         ugm = p.ugm
         permits = p.permits
+        # sorted_applications() of a fifo leaf is its pending_list: read it without the
+        # call (once per walk of a leaf, about 1% of the 100-queues case)
         apps = queue.pending_list if queue.fifo_order else queue.sorted_applications()
         for app in apps:
             if app.state not in SCHEDULABLE_STATES:
