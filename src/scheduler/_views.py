@@ -75,7 +75,7 @@ def answer(p: Partition, kind: str, key: str) -> Any:
     if kind == "dump":
         return dump(p)
     if kind == "nodes":
-        return [node_info(n, p.wall) for n in p.nodes.values()]
+        return nodes_info(p)
     if kind == "applications":
         return applications_part(p)
     raise SchedulerError(f"unknown query {kind!r}")
@@ -242,16 +242,16 @@ def _available(node: Node) -> dict[str, int]:
 
 def dump(p: Partition) -> dict[str, Any]:
     return {
-        "partition": partition_info(p),
-        "queues": queue_info(p, p.root),
-        "applications": [application_info(a, p.permits, p.wall) for a in p.applications.values()],
-        "terminatedApplications": [
-            application_info(a, p.permits, p.wall) for a in p.terminated.values()
-        ],
-        "nodes": [node_info(n, p.wall) for n in p.nodes.values()],
+        **applications_part(p),
+        "partition": partition_info(p),  # in the place of the part's bare name
+        "nodes": nodes_info(p),
         "userUsage": user_usage(p),
         "groupUsage": group_usage(p),
     }
+
+
+def nodes_info(p: Partition) -> list[dict[str, Any]]:
+    return [node_info(n, p.wall) for n in p.nodes.values()]
 
 
 def applications_part(p: Partition) -> dict[str, Any]:
