@@ -130,7 +130,7 @@ def demo(session: nox.Session) -> None:
 
 @nox.session
 def proto(session: nox.Session) -> None:
-    """Regenerate src/scheduler/si_pb2.py, si_pb2.pyi and si_pb2_grpc.py from si.proto
+    """Regenerate src/scheduler/si/si_pb2.py, si_pb2.pyi and si_pb2_grpc.py from si.proto
     (commit the result; grpcio-tools is needed here only, not at install time)."""
     session.install("grpcio-tools>=1.85.1,<1.86")
     session.run(
@@ -142,5 +142,5 @@ def proto(session: nox.Session) -> None:
         "--python_out=src",
         "--pyi_out=src",
         "--grpc_python_out=src",
-        "src/scheduler/si.proto",
+        "src/scheduler/si/si.proto",
     )

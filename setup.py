@@ -28,22 +28,22 @@ from setuptools import setup
 # written (``_app_actor``/``_gang`` mixins, ``_core``'s async generator) and those that run
 # once (config, CLI, views).
 COMPILED = [
-    "scheduler/_scheduling.py",
-    "scheduler/_objects.py",
-    "scheduler/_queue.py",
-    "scheduler/_application.py",
-    "scheduler/_resources.py",
-    "scheduler/_outbox.py",
-    "scheduler/_partition.py",
-    "scheduler/_reservations.py",
-    "scheduler/_outstanding.py",
-    "scheduler/_events.py",
-    "scheduler/_queue_actor.py",
-    "scheduler/_ugm.py",
-    "scheduler/_priority.py",
-    "scheduler/_quantity.py",
-    "scheduler/_callback_actor.py",
-    "scheduler/_placement.py",
+    "scheduler/core/_pass.py",
+    "scheduler/objects/_objects.py",
+    "scheduler/objects/_queue.py",
+    "scheduler/objects/_application.py",
+    "scheduler/objects/_resources.py",
+    "scheduler/objects/_outbox.py",
+    "scheduler/objects/_partition.py",
+    "scheduler/objects/_reservations.py",
+    "scheduler/core/_outstanding.py",
+    "scheduler/core/_events.py",
+    "scheduler/core/_queue_actor.py",
+    "scheduler/objects/_ugm.py",
+    "scheduler/objects/_priority.py",
+    "scheduler/config/_quantity.py",
+    "scheduler/core/_callback_actor.py",
+    "scheduler/policies/_placement.py",
 ]
 
 

@@ -173,9 +173,9 @@ def ask(app: str, key: str, *, placeholder: bool) -> si.AllocationAsk:
 
 
 # Where the state of an open handshake is allocated: the handler's coroutine and its
-# Replacement (scheduler._gang), its promise, frame and deadline (actors._turns), the
+# Replacement (scheduler.gangs._placeholders), its promise, frame and deadline (actors._turns), the
 # deadline's timer (actors._timers).
-HANDSHAKE_FILES = ("scheduler/_gang.py", "actors/_turns.py", "actors/_timers.py")
+HANDSHAKE_FILES = ("scheduler/gangs/_placeholders.py", "actors/_turns.py", "actors/_timers.py")
 
 
 async def run_gang(

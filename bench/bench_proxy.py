@@ -23,7 +23,7 @@ from typing import Any
 import scheduler
 from _common import Run, add_arguments
 from scheduler import si
-from scheduler._proxy import RMProxy, RMRecord
+from scheduler.core._proxy import RMProxy, RMRecord
 
 TARGET_ASKS_PER_S = 300_000
 

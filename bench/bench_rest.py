@@ -20,8 +20,8 @@ from typing import Any
 import httpx
 from starlette.responses import JSONResponse
 
-from scheduler._events import Query
-from scheduler._rest import make_app
+from scheduler.core._events import Query
+from scheduler.daemon._rest import make_app
 from scheduler.testing import start_scenario
 
 

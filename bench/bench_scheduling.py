@@ -254,7 +254,7 @@ def child(spec: str) -> None:
 def build_of_scheduler() -> str:
     """``compiled`` when this interpreter imports the mypyc build of the scheduler, else
     ``pure``."""
-    import scheduler._scheduling as scheduling
+    import scheduler.core._pass as scheduling
 
     return "compiled" if not scheduling.__file__.endswith(".py") else "pure"
 

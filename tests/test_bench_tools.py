@@ -281,7 +281,7 @@ def test_scheduling_runs_both_gc_modes_interleaved_and_targets_read_the_tuned_ru
 def test_scheduling_runs_each_interpreter_interleaved_with_targets_per_build(
     tmp_path: Path,
 ) -> None:
-    import scheduler._scheduling as scheduling
+    import scheduler.core._pass as scheduling
 
     build = "pure" if scheduling.__file__.endswith(".py") else "compiled"
     other = tmp_path / "python-again"  # the same interpreter under a second name

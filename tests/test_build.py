@@ -31,4 +31,4 @@ def test_every_compiled_module_exists_once() -> None:
 def test_the_proxy_stays_pure() -> None:
     # The proxy checks SI values against their declared types; compiled, a wrongly typed
     # value raises TypeError at the first assignment instead of becoming a rejection.
-    assert "scheduler/_proxy.py" not in compiled_paths()
+    assert "scheduler/core/_proxy.py" not in compiled_paths()

@@ -16,7 +16,7 @@ INNER = """
 import pytest
 import scheduler
 from scheduler import si
-from scheduler._partition_actor import PartitionActor
+from scheduler.core._partition_actor import PartitionActor
 from scheduler.testing import ManualClock, RecordingCallback
 
 

@@ -19,11 +19,11 @@ from importlib import metadata as _metadata
 
 from loguru import logger as _logger
 
-from scheduler._callback import ResourceManagerCallback
-from scheduler._core import Core, start_scheduler
 from scheduler._errors import ConfigError, NotFoundError, SchedulerError
-from scheduler._gc import tune_gc
-from scheduler._timeouts import Timeouts
+from scheduler.config._timeouts import Timeouts
+from scheduler.core._core import Core, start_scheduler
+from scheduler.core._gc import tune_gc
+from scheduler.si._callback import ResourceManagerCallback
 
 _logger.disable("scheduler")  # a library adds no sinks and stays quiet unless enabled
 

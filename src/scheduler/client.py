@@ -41,11 +41,11 @@ from anyio.abc import ByteStream
 from loguru import logger
 
 from scheduler import si
-from scheduler._callback import ResourceManagerCallback
-from scheduler._core import _check_callback, _overrides
 from scheduler._errors import ConfigError, NotFoundError, SchedulerError
-from scheduler._tls import TLSArg, client_context
-from scheduler._wire import (
+from scheduler.core._core import _check_callback, _overrides
+from scheduler.daemon._tls import TLSArg, client_context
+from scheduler.si._callback import ResourceManagerCallback
+from scheduler.si._wire import (
     MAX_FRAME,
     RECEIVE_BYTES,
     AllocationCall,
@@ -121,8 +121,8 @@ async def connect(
     scheme = urlsplit(target).scheme
     if tls is not None and scheme not in ("tls", "grpcs"):
         raise SchedulerError(f"target {target!r}: tls= is for tls:// and grpcs:// targets")
-    if scheme in ("grpc", "grpcs"):  # the SI over gRPC: scheduler._grpc_client
-        from scheduler._grpc_client import connect_grpc
+    if scheme in ("grpc", "grpcs"):  # the SI over gRPC: scheduler.daemon._grpc_client
+        from scheduler.daemon._grpc_client import connect_grpc
 
         async with connect_grpc(
             target, token=token, max_frame=max_frame, timeout=timeout, tls=tls

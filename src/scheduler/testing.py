@@ -23,9 +23,9 @@ from loguru import logger
 
 from actors import ManualClock
 from scheduler import si
-from scheduler._callback import ResourceManagerCallback
-from scheduler._core import Core, start_scheduler
 from scheduler.client import RemoteCore
+from scheduler.core._core import Core, start_scheduler
+from scheduler.si._callback import ResourceManagerCallback
 
 __all__ = [
     "DEFAULT_ASK",

@@ -6,7 +6,7 @@ import itertools
 
 import pytest
 
-from scheduler._application import (
+from scheduler.objects._application import (
     TERMINAL_STATES,
     AppEvent,
     Application,

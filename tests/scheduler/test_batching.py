@@ -1,4 +1,4 @@
-"""A burst of small SI requests over gRPC becomes few core calls (``scheduler._batching``):
+"""A burst of small SI requests over gRPC becomes few core calls (``scheduler.daemon._batching``):
 the chunking of the merged streams, which requests join, and a session that turns a burst
 of single-ask requests into one call of the core, every request still acknowledged."""
 
@@ -13,11 +13,11 @@ from aiostream import stream
 
 import scheduler
 from scheduler import si
-from scheduler import si_pb2 as pb
-from scheduler._batching import chunks_within, join_requests, joined
-from scheduler._grpc import GrpcServer, GrpcSession
-from scheduler._grpc_codec import to_proto
-from scheduler._native import Limits, NativeServer
+from scheduler.daemon._batching import chunks_within, join_requests, joined
+from scheduler.daemon._grpc import GrpcServer, GrpcSession
+from scheduler.daemon._native import Limits, NativeServer
+from scheduler.si import si_pb2 as pb
+from scheduler.si._grpc_codec import to_proto
 
 R = si.Resource.of
 

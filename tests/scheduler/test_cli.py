@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 import scheduler
-from scheduler._cli import _table, main
-from scheduler._demo import Section
+from scheduler.cli._app import _table, main
+from scheduler.cli._demo import Section
 
 SRC = str(Path(scheduler.__file__).parents[1])
 GOOD = """\

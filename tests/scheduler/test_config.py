@@ -7,7 +7,8 @@ import textwrap
 
 import pytest
 
-from scheduler._config import (
+from scheduler._errors import SchedulerError
+from scheduler.config._parser import (
     DEFAULT_SCHEDULER_CONFIG,
     ConfigError,
     Filter,
@@ -18,8 +19,7 @@ from scheduler._config import (
     parse_config,
     queue_paths,
 )
-from scheduler._errors import SchedulerError
-from scheduler._quantity import (
+from scheduler.config._quantity import (
     QuantityError,
     parse_quantity,
     parse_resource_conf,

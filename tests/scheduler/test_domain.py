@@ -10,11 +10,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from scheduler import si
-from scheduler._application import Application, PendingAsks
-from scheduler._objects import Allocation, Ask, Node, NodeIndex
-from scheduler._outbox import Outbox
-from scheduler._queue import Queue, QueueStatus
-from scheduler._resources import Res
+from scheduler.objects._application import Application, PendingAsks
+from scheduler.objects._objects import Allocation, Ask, Node, NodeIndex
+from scheduler.objects._outbox import Outbox
+from scheduler.objects._queue import Queue, QueueStatus
+from scheduler.objects._resources import Res
 
 _uuids = itertools.count(1)
 

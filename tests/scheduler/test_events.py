@@ -1,4 +1,4 @@
-"""The core's event log (scheduler._event_log) and YuniKorn's event endpoints over it:
+"""The core's event log (scheduler.core._event_log) and YuniKorn's event endpoints over it:
 ``/ws/v1/events/batch`` and the streaming ``/ws/v1/events/stream``."""
 
 from __future__ import annotations
@@ -15,9 +15,10 @@ import pytest
 import pytest_asyncio
 
 import scheduler
-from scheduler import _rest, si
-from scheduler._event_log import EventLog, Subscription
-from scheduler._rest import event_record, make_app
+from scheduler import si
+from scheduler.core._event_log import EventLog, Subscription
+from scheduler.daemon import _rest
+from scheduler.daemon._rest import event_record, make_app
 from scheduler.testing import ErrorWatch, RecordingCallback, Scenario, gang_tags, start_scenario
 
 from .test_rest import conforms

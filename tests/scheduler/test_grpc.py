@@ -15,10 +15,10 @@ import msgspec
 import pytest
 
 import scheduler
-from scheduler import _grpc_codec as codec
 from scheduler import si
-from scheduler import si_pb2 as pb
-from scheduler._grpc_client import connect_grpc
+from scheduler.daemon._grpc_client import connect_grpc
+from scheduler.si import _grpc_codec as codec
+from scheduler.si import si_pb2 as pb
 from scheduler.testing import ManualClock, RecordingCallback, Scenario
 
 from .test_daemon import QUEUES, REPLACED, Daemon, gang_story
@@ -433,7 +433,7 @@ def test_the_generated_code_is_up_to_date(tmp_path: Path) -> None:
         if os.environ.get("SCHEDULER_REQUIRE_PROTOC"):  # .ci/run: the check must run
             pytest.fail(why, pytrace=False)
         pytest.skip(why)
-    source = Path(pb.__file__).parents[1]
+    source = Path(pb.__file__).parents[2]
     code = protoc.main(
         [
             "protoc",
@@ -442,20 +442,22 @@ def test_the_generated_code_is_up_to_date(tmp_path: Path) -> None:
             f"--python_out={tmp_path}",
             f"--pyi_out={tmp_path}",
             f"--grpc_python_out={tmp_path}",
-            str(source / "scheduler" / "si.proto"),
+            str(source / "scheduler" / "si" / "si.proto"),
         ]
     )
     assert code == 0
     for name in ("si_pb2.py", "si_pb2.pyi", "si_pb2_grpc.py"):
-        fresh = (tmp_path / "scheduler" / name).read_text()
-        assert fresh == (source / "scheduler" / name).read_text(), f"run nox -s proto: {name}"
+        fresh = (tmp_path / "scheduler" / "si" / name).read_text()
+        assert fresh == (source / "scheduler" / "si" / name).read_text(), (
+            f"run nox -s proto: {name}"
+        )
 
 
 @pytest.mark.asyncio
 async def test_an_rm_that_does_not_read_is_disconnected() -> None:
     """The outgoing queues of a session are bounded (--max-backlog): past it, goodbye."""
-    from scheduler._grpc import GrpcServer, GrpcSession
-    from scheduler._native import Limits, NativeServer
+    from scheduler.daemon._grpc import GrpcServer, GrpcSession
+    from scheduler.daemon._native import Limits, NativeServer
 
     async with scheduler.start_scheduler() as core:
         server = GrpcServer(NativeServer(core, limits=Limits(max_backlog=3)))

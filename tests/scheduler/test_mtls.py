@@ -16,8 +16,8 @@ import httpx
 import pytest
 import trustme
 
-from scheduler import si_pb2 as pb
 from scheduler.client import connect
+from scheduler.si import si_pb2 as pb
 from scheduler.testing import ManualClock, Scenario
 
 from .test_daemon import Daemon, gang_story

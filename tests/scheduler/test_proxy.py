@@ -9,7 +9,7 @@ import pytest
 from actors import ActorRef
 from scheduler import si
 from scheduler._errors import SchedulerError
-from scheduler._events import (
+from scheduler.core._events import (
     AllocationsReleased,
     ApplicationsAdded,
     ApplicationsRemoved,
@@ -18,8 +18,8 @@ from scheduler._events import (
     NodesUpdated,
     Outbound,
 )
-from scheduler._gang_tags import TAG_MIN_AVAILABLE, TAG_NAME
-from scheduler._proxy import RMProxy, RMRecord, _plain_ask
+from scheduler.core._proxy import RMProxy, RMRecord, _plain_ask
+from scheduler.objects._gang_tags import TAG_MIN_AVAILABLE, TAG_NAME
 
 RM = "rm-1"
 

@@ -6,8 +6,8 @@ import random
 
 import pytest
 
-from scheduler._queue import Queue, QueueStatus, _queue_order
-from scheduler._resources import shares
+from scheduler.objects._queue import Queue, QueueStatus, _queue_order
+from scheduler.objects._resources import shares
 
 _NAMES = ("memory", "vcore", "gpu")
 

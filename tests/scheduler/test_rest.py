@@ -1,4 +1,4 @@
-"""The read-only REST API (scheduler._rest) over a real in-process core on a manual clock:
+"""The read-only REST API (scheduler.daemon._rest) over a real in-process core on a manual clock:
 YuniKorn's paths and field names, the errors, the health checks and the metrics, every JSON
 answer checked against the OpenAPI document's schema."""
 
@@ -18,17 +18,17 @@ from starlette.routing import Route
 
 import scheduler
 from scheduler import si
-from scheduler._config import parse_config
-from scheduler._health import HEALTH_CHECKS, check_reservations, health_status
-from scheduler._metrics import (
+from scheduler.config._parser import parse_config
+from scheduler.daemon._health import HEALTH_CHECKS, check_reservations, health_status
+from scheduler.daemon._metrics import (
     LATENCY_BUCKETS,
     SchedulingCounters,
     actor_kind,
     metric_families,
     metric_name,
 )
-from scheduler._openapi import openapi_document
-from scheduler._rest import make_app
+from scheduler.daemon._openapi import openapi_document
+from scheduler.daemon._rest import make_app
 from scheduler.testing import ErrorWatch, RecordingCallback, Scenario, gang_tags, start_scenario
 
 QUEUES = """

@@ -1,4 +1,4 @@
-"""A property test of the REST API against its OpenAPI document (scheduler._openapi):
+"""A property test of the REST API against its OpenAPI document (scheduler.daemon._openapi):
 schemathesis generates requests for every GET operation from the document, path values
 mixed with the ids a real in-process core holds (nodes, applications, a gang, queues), and
 checks every answer against the document: no 5xx, a documented status code, content type
@@ -30,8 +30,8 @@ from schemathesis.checks import positive_data_acceptance
 from schemathesis.core.result import Ok
 
 from scheduler import si
-from scheduler._openapi import openapi_document
-from scheduler._rest import make_app
+from scheduler.daemon._openapi import openapi_document
+from scheduler.daemon._rest import make_app
 from scheduler.testing import Scenario, gang_tags, start_scenario
 
 from .test_rest import QUEUES, in_process

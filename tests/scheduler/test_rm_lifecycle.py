@@ -17,9 +17,9 @@ import pytest
 
 import scheduler
 from scheduler import SchedulerError, si
-from scheduler import _grpc_codec as codec
-from scheduler import si_pb2 as pb
 from scheduler.client import connect
+from scheduler.si import _grpc_codec as codec
+from scheduler.si import si_pb2 as pb
 from scheduler.testing import ManualClock, RecordingCallback, Scenario
 
 from .test_daemon import QUEUES, Daemon

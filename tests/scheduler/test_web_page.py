@@ -223,7 +223,7 @@ async def test_the_page_shows_a_running_scenario(daemon: Daemon, tmp_path: Path)
 @pytest.fixture
 def page_without_api() -> Iterator[str]:
     """The page alone on a plain HTTP server: every API call is a 404."""
-    web = Path(scheduler.__file__).parent / "web"
+    web = Path(scheduler.__file__).parent / "daemon" / "web"
     handler = partial(QuietHandler, directory=str(web))
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)

@@ -1,4 +1,4 @@
-"""The native transport's wire (``scheduler._wire``): frames split at any byte come out
+"""The native transport's wire (``scheduler.si._wire``): frames split at any byte come out
 whole, every message round-trips, and nothing a peer sends crashes a decoder: it decodes
 to a message or is refused with ``WireError``."""
 
@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scheduler import si
-from scheduler._native import Limits, NativeServer, Session
-from scheduler._wire import (
+from scheduler.daemon._native import Limits, NativeServer, Session
+from scheduler.si._wire import (
     AllocationCall,
     AllocationPush,
     CallbackReply,

@@ -1,0 +1,603 @@
+"""The core: RM registration, the SI entry points, queries, and ``start_scheduler``."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from loguru import logger
+
+from actors import (
+    Actor,
+    ActorDeadError,
+    ActorRef,
+    ActorSystem,
+    Clock,
+    SystemClock,
+    TimerHandle,
+    wall_ns,
+)
+from scheduler import si
+from scheduler._errors import NotFoundError, SchedulerError
+from scheduler.config._parser import SchedulerConfig, parse_config
+from scheduler.config._timeouts import Timeouts
+from scheduler.core._callback_actor import CallbackActor
+from scheduler.core._event_log import DEFAULT_CAPACITY, EventLog
+from scheduler.core._events import ConfigUpdated, Query
+from scheduler.core._partition_actor import PartitionActor
+from scheduler.core._proxy import RMProxy, RMRecord, check_rm_id
+from scheduler.core._views import config_info
+from scheduler.si._callback import ResourceManagerCallback
+
+__all__ = ["PAUSED", "RUNNING", "STOPPED", "Core", "start_scheduler"]
+
+# The states of a registered RM, the spec's names ("Status of RM in scheduler": init ->
+# Running on registration, Running -> Paused on connection loss, Paused -> Stopped on
+# timeout, Running or Paused -> Stopped when the RM shuts down of its own accord).
+RUNNING = "Running"
+PAUSED = "Paused"
+STOPPED = "Stopped"
+_STOPPED_KEPT = 1000  # Stopped RMs remembered for get_resource_managers()
+
+_CALLBACK_METHODS = (
+    "update_allocation",
+    "update_application",
+    "update_node",
+    "predicates",
+    "send_event",
+    "update_container_scheduling_state",
+)
+
+
+def _check_callback(callback: object) -> None:
+    """Refuse what cannot be called back: a class instead of an instance, or an object
+    without the contract's coroutine methods (YuniKorn's RM takes an object, never a type)."""
+    if isinstance(callback, type):
+        name = callback.__qualname__
+        raise SchedulerError(
+            f"the callback is the class {name}, not an instance: pass {name}(), not {name}"
+        )
+    missing = [
+        m for m in _CALLBACK_METHODS if not inspect.iscoroutinefunction(getattr(callback, m, None))
+    ]
+    if missing:
+        raise SchedulerError(
+            f"the callback {type(callback).__qualname__} lacks the coroutine methods "
+            f"{', '.join(missing)}: subclass scheduler.ResourceManagerCallback and override "
+            "what you need with 'async def'"
+        )
+
+
+class _Registration:
+    """An RM's actors: its callback actor and one partition actor per partition; its
+    state (``RUNNING`` or ``PAUSED``), since when, and a Paused RM's timeout."""
+
+    def __init__(
+        self,
+        record: RMRecord,
+        actors: dict[str, PartitionActor],
+        config: SchedulerConfig,
+        callback: CallbackActor | None = None,
+        since: float = 0.0,
+    ) -> None:
+        self.record = record
+        self.actors = actors
+        self.config = config
+        self.callback = callback
+        self.state = RUNNING
+        self.since = since
+        self.timer: TimerHandle | None = None
+
+    @property
+    def dropped(self) -> int:
+        return self.callback.dropped if self.callback is not None else 0
+
+
+class _RMTimeout:
+    """A Paused RM's time is up (unless it registered again since)."""
+
+    __slots__ = ("reg", "rm_id")
+
+    def __init__(self, rm_id: str, reg: _Registration) -> None:
+        self.rm_id = rm_id
+        self.reg = reg
+
+
+class _Lifecycle(Actor):
+    """Hears the core's RM timeouts on the actor system's clock, and stops the RM."""
+
+    def __init__(self, core: Core) -> None:
+        self.core = core
+
+    def receive(self, message: object) -> object:
+        if isinstance(message, _RMTimeout):
+            self.core._rm_timed_out(message.rm_id, message.reg)
+        return None
+
+
+class Core:
+    """The scheduler core, as ``start_scheduler()`` yields it.
+
+    An RM registers with ``register_resource_manager`` and then sends SI requests through
+    ``update_node``, ``update_application``, ``update_allocation`` and
+    ``update_configuration``; the outcomes come back through its callback. ``settle()``
+    waits until everything sent has been processed; the ``get_*`` queries and
+    ``state_dump()`` answer with JSON shaped like YuniKorn's REST API. The README's "Using
+    it in-process" shows it driven; ``docs/design.md`` says how it works inside.
+
+    Attributes:
+        system: the actor system every actor of the core runs on.
+        timeouts: the state timeouts in effect.
+    """
+
+    def __init__(
+        self,
+        system: ActorSystem,
+        *,
+        timeouts: Timeouts | None = None,
+        event_capacity: int = DEFAULT_CAPACITY,
+    ) -> None:
+        self.system = system
+        self.timeouts = timeouts or Timeouts()
+        self._events = EventLog(event_capacity)
+        self.proxy = RMProxy()
+        self._registrations: dict[str, _Registration] = {}
+        self._predicates: dict[str, bool] = {}
+        self._outstanding: dict[str, bool] = {}
+        self._generation = 0
+        self._stopped: dict[str, dict[str, Any]] = {}  # the latest Stopped RMs, by id
+        self._lifecycle: ActorRef | None = None
+
+    @property
+    def clock(self) -> Clock:
+        """The clock every timeout of the core reads."""
+        return self.system.clock
+
+    @property
+    def events(self) -> EventLog:
+        """Every event the core sent to any RM, in the order each RM got them, numbered
+        from 0 (the newest ``event_capacity`` are kept), and subscriptions to them as they
+        are sent (``GET /ws/v1/events/batch`` and ``/ws/v1/events/stream``). Read it; the
+        core alone writes it."""
+        return self._events
+
+    # ====================================================================== registration
+    async def register_resource_manager(
+        self, request: si.RegisterResourceManagerRequest, callback: ResourceManagerCallback
+    ) -> si.RegisterResourceManagerResponse:
+        """Register an RM; registering an ``rm_id`` again drops all state of that RM.
+
+        The RM is then ``Running``. Registering again, Running or ``Paused`` (see
+        ``rm_disconnected``), drops its state as the spec says ("If RM register with the
+        same ID, all previous scheduling state in memory will be cleaned up, and expect RM
+        report full scheduling state after registration") and cancels a Paused RM's
+        timeout; a ``Stopped`` RM registers as a new one.
+
+        Raises:
+            SchedulerError: malformed request, a callback that is a class or lacks the SI
+                coroutine methods, invalid configuration, or a partition another RM already
+                owns.
+        """
+        if type(request) is not si.RegisterResourceManagerRequest:
+            raise SchedulerError(
+                f"expected si.RegisterResourceManagerRequest, got {type(request).__name__}"
+            )
+        rm_id = check_rm_id(request.rm_id)
+        _check_callback(callback)
+        config = parse_config(_config_text(request.config))
+        for other, reg in self._registrations.items():
+            if other == rm_id:
+                continue
+            taken = {p.name for p in config.partitions} & set(reg.actors)
+            if taken:
+                paused = (
+                    f" (Paused: Stopped {self.timeouts.rm_paused:g}s after it lost its "
+                    "connection, unless it registers again)"
+                    if reg.state == PAUSED
+                    else ""
+                )
+                name = sorted(taken)[0]
+                raise SchedulerError(
+                    f"partition {name!r} belongs to resource manager {other!r}{paused}"
+                )
+        old = self._registrations.pop(rm_id, None)
+        if old is not None:
+            logger.bind(rm_id=rm_id).info(
+                "resource manager registers again ({}{}): state dropped",
+                old.state,
+                f", {old.dropped} callback calls dropped while Paused" if old.dropped else "",
+            )
+            self.proxy.rms.pop(rm_id, None)
+            await self._teardown(old)
+        self._stopped.pop(rm_id, None)
+        self._registrations[rm_id] = self._start_rm(rm_id, callback, config)
+        logger.bind(rm_id=rm_id).info(
+            "resource manager registered with partitions {}", [p.name for p in config.partitions]
+        )
+        return si.RegisterResourceManagerResponse()
+
+    def _start_rm(
+        self, rm_id: str, callback: ResourceManagerCallback, config: SchedulerConfig
+    ) -> _Registration:
+        self._generation += 1
+        gen = self._generation
+        callback_actor = CallbackActor(rm_id, callback, self._events)
+        callback_ref = self.system.spawn(callback_actor, name=f"rm:{rm_id}#{gen}/callback")
+        self._predicates[rm_id] = _overrides(callback, "predicates")
+        self._outstanding[rm_id] = _overrides(callback, "update_container_scheduling_state")
+        record = RMRecord(rm_id, callback_ref)
+        actors: dict[str, PartitionActor] = {}
+        for pconf in config.partitions:
+            actors[pconf.name] = self._spawn_partition(record, gen, pconf)
+        self.proxy.rms[rm_id] = record
+        return _Registration(record, actors, config, callback_actor, self.clock.now())
+
+    def _spawn_partition(self, record: RMRecord, gen: int, pconf: Any) -> PartitionActor:
+        rm_id = record.rm_id
+        name = f"rm:{rm_id}#{gen}/partition:{pconf.name}"
+        dispatcher = self.system.dispatcher(name)
+        directory: dict[str, ActorRef] = {}
+        actor = PartitionActor(
+            pconf,
+            rm_id=rm_id,
+            callback=record.callback,
+            dispatcher=dispatcher,
+            timeouts=self.timeouts,
+            predicates=self._predicates.get(rm_id, False),
+            directory=directory,
+            outstanding=self._outstanding.get(rm_id, False),
+        )
+        record.add_partition(
+            pconf.name, self.system.spawn(actor, name=name, dispatcher=dispatcher), directory
+        )
+        return actor
+
+    async def _teardown(self, reg: _Registration) -> None:
+        self._stop_actors(reg)
+
+    def _stop_actors(self, reg: _Registration) -> None:
+        if reg.timer is not None:
+            reg.timer.cancel()
+            reg.timer = None
+        for actor in reg.actors.values():
+            if actor.actor_ref.alive:
+                actor.actor_ref.stop()  # its queue and application actors stop with it
+        if reg.record.callback.alive:
+            reg.record.callback.stop()
+
+    # ========================================================================= lifecycle
+    def rm_disconnected(self, rm_id: str, callback: object = None) -> bool:
+        """The connection of a registered RM is lost (a transport calls this): the RM is
+        ``Paused``, and ``Stopped`` after ``timeouts.rm_paused`` seconds of the core's
+        clock unless it registers again. Returns whether it was paused.
+
+        While Paused the core keeps its state and keeps scheduling, but the RM's callback
+        has nowhere to go: its calls are dropped and counted (``droppedCallbacks`` in
+        ``get_resource_managers``; the first one is logged), predicates refuse the node,
+        and events still go to ``events``. Its partitions stay its own. When Stopped, its
+        partitions, queues, applications and nodes are dropped, as a registration again
+        drops them, and its id and partitions are free.
+
+        Args:
+            rm_id: the RM whose connection is lost.
+            callback: the callback the transport registered it with; when given, an RM
+                registered since with another callback (over a new connection) is left
+                alone.
+        """
+        reg = self._registrations.get(rm_id)
+        if reg is None or reg.state != RUNNING:
+            return False
+        if (
+            callback is not None
+            and reg.callback is not None
+            and reg.callback.callback is not callback
+        ):
+            return False
+        reg.state = PAUSED
+        reg.since = self.clock.now()
+        if reg.callback is not None:
+            reg.callback.paused = True
+        if self._lifecycle is None or not self._lifecycle.alive:
+            self._lifecycle = self.system.spawn(_Lifecycle(self), name="core/rm-lifecycle")
+        reg.timer = self.system.timers.after(
+            self.timeouts.rm_paused, _RMTimeout(rm_id, reg), to=self._lifecycle
+        )
+        logger.bind(rm_id=rm_id).warning(
+            "resource manager {} lost its connection: Paused, Stopped in {:g}s unless it "
+            "registers again",
+            rm_id,
+            self.timeouts.rm_paused,
+        )
+        return True
+
+    async def stop_resource_manager(self, rm_id: str) -> None:
+        """The RM shuts down of its own accord (the spec's "RM voluntarily shutdown"):
+        Running or Paused, it is ``Stopped`` now, and its partitions, queues, applications
+        and nodes are dropped, as when a Paused RM's time is up. Its id and partitions are
+        free at once; its actors finish stopping in the background (``settle()`` waits
+        for them). Stopping an RM that is already Stopped does nothing.
+
+        Raises:
+            SchedulerError: a malformed ``rm_id``.
+            NotFoundError: no RM of that id was ever registered (or it was forgotten).
+        """
+        rm_id = check_rm_id(rm_id)
+        reg = self._registrations.get(rm_id)
+        if reg is None:
+            if rm_id in self._stopped:
+                return
+            raise NotFoundError(f"resource manager {rm_id!r} is not registered")
+        self._stop_rm(rm_id, reg)
+        logger.bind(rm_id=rm_id).info(
+            "resource manager {} Stopped at its own request (it was {}); its partitions {} "
+            "and their state dropped",
+            rm_id,
+            reg.state,
+            sorted(reg.actors),
+        )
+
+    def _rm_timed_out(self, rm_id: str, reg: _Registration) -> None:
+        if self._registrations.get(rm_id) is not reg or reg.state != PAUSED:
+            return  # registered again since
+        self._stop_rm(rm_id, reg)
+        logger.bind(rm_id=rm_id).warning(
+            "resource manager {} Stopped: no registration {:g}s after it lost its connection;"
+            " its partitions {} and their state dropped ({} callback calls dropped while "
+            "Paused)",
+            rm_id,
+            self.timeouts.rm_paused,
+            sorted(reg.actors),
+            reg.dropped,
+        )
+
+    def _stop_rm(self, rm_id: str, reg: _Registration) -> None:
+        """``reg`` is Stopped: its actors and its state go, its id is remembered."""
+        del self._registrations[rm_id]
+        self.proxy.rms.pop(rm_id, None)
+        self._predicates.pop(rm_id, None)
+        self._outstanding.pop(rm_id, None)
+        self._stop_actors(reg)
+        now = self.clock.now()
+        self._stopped.pop(rm_id, None)
+        self._stopped[rm_id] = {
+            "rmID": rm_id,
+            "state": STOPPED,
+            "since": wall_ns(self.clock, now),
+            "partitions": sorted(reg.actors),
+            "droppedCallbacks": reg.dropped,
+        }
+        while len(self._stopped) > _STOPPED_KEPT:
+            del self._stopped[next(iter(self._stopped))]
+
+    # ============================================================================ updates
+    async def update_node(self, request: si.NodeRequest) -> None:
+        """Add, update, drain or remove nodes; outcomes arrive through the callback."""
+        self.proxy.update_node(request)
+
+    async def update_application(self, request: si.ApplicationRequest) -> None:
+        """Add or remove applications; outcomes arrive through the callback."""
+        self.proxy.update_application(request)
+
+    async def update_allocation(self, request: si.AllocationRequest) -> None:
+        """Add, update or release asks and release allocations."""
+        self.proxy.update_allocation(request)
+
+    async def update_configuration(self, request: si.UpdateConfigurationRequest) -> None:
+        """Replace the RM's queue configuration; the old one stays if the new is invalid.
+
+        Raises:
+            SchedulerError: malformed request, unknown RM, or invalid configuration.
+        """
+        if type(request) is not si.UpdateConfigurationRequest:
+            raise SchedulerError(
+                f"expected si.UpdateConfigurationRequest, got {type(request).__name__}"
+            )
+        rm_id = check_rm_id(request.rm_id)
+        reg = self._registrations.get(rm_id)
+        if reg is None:
+            raise SchedulerError(f"resource manager {rm_id!r} is not registered")
+        config = parse_config(_config_text(request.config))
+        new_names = {p.name for p in config.partitions}
+        for name in set(reg.actors) - new_names:
+            info = await self._ask(reg.record.partitions[name], Query(kind="partition"))
+            if info["totalNodes"] or info["applications"]["total"]:
+                raise SchedulerError(
+                    f"partition {name!r} still has nodes or applications and cannot be removed"
+                )
+        for other, oreg in self._registrations.items():
+            if other != rm_id and new_names & set(oreg.actors):
+                raise SchedulerError(f"a partition of the new configuration belongs to {other!r}")
+        for pconf in config.partitions:  # check everything before changing anything
+            ref = reg.record.partitions.get(pconf.name)
+            if ref is not None:
+                await self._ask(ref, ConfigUpdated(config=pconf, dry_run=True))
+        for pconf in config.partitions:
+            ref = reg.record.partitions.get(pconf.name)
+            if ref is not None:
+                await self._ask(ref, ConfigUpdated(config=pconf))
+            else:
+                self._generation += 1
+                reg.actors[pconf.name] = self._spawn_partition(reg.record, self._generation, pconf)
+        for name in set(reg.actors) - new_names:
+            actor = reg.actors.pop(name)
+            reg.record.remove_partition(name)
+            actor.actor_ref.stop()  # its queue and application actors stop with it
+        reg.config = config
+
+    # =========================================================================== queries
+    async def settle(self) -> None:
+        """Return once everything sent so far, and all it caused, has been processed."""
+        await self.system.settle()
+
+    def _partition_ref(self, partition: str) -> ActorRef:
+        if not isinstance(partition, str):
+            raise SchedulerError(f"partition name must be a string, got {partition!r}")
+        for reg in self._registrations.values():
+            ref = reg.record.partitions.get(partition or "default")
+            if ref is not None:
+                return ref
+        raise NotFoundError(f"partition {partition!r} not found")
+
+    async def _ask(self, ref: ActorRef, query: Any) -> Any:
+        try:
+            return await ref.ask(query)
+        except ActorDeadError:
+            raise SchedulerError("the scheduler core has stopped") from None
+
+    async def get_partitions(self) -> list[dict[str, Any]]:
+        """Every partition, as ``GET /ws/v1/partitions`` shows it."""
+        refs = [
+            ref for reg in self._registrations.values() for ref in reg.record.partitions.values()
+        ]
+        return [await self._ask(ref, Query(kind="partition")) for ref in refs]
+
+    async def get_queue(self, partition: str, queue_path: str) -> dict[str, Any]:
+        """One queue with its children, as ``GET /ws/v1/partition/{p}/queue/{q}``."""
+        info: dict[str, Any] = await self._ask(
+            self._partition_ref(partition), Query(kind="queue", key=str(queue_path))
+        )
+        return info
+
+    async def get_application(self, partition: str, application_id: str) -> dict[str, Any]:
+        """One application in any state until it expires."""
+        info: dict[str, Any] = await self._ask(
+            self._partition_ref(partition), Query(kind="application", key=str(application_id))
+        )
+        return info
+
+    async def get_node(self, partition: str, node_id: str) -> dict[str, Any]:
+        """One node with its allocations."""
+        info: dict[str, Any] = await self._ask(
+            self._partition_ref(partition), Query(kind="node", key=str(node_id))
+        )
+        return info
+
+    async def get_user_usage(self, partition: str) -> list[dict[str, Any]]:
+        """What each user runs below each queue, against its limits, as
+        ``GET /ws/v1/partition/{p}/usage/users`` (YuniKorn 1.3+) shows it.
+
+        A user is listed while it has applications that hold allocations, or when the
+        configuration gives it a limit of its own.
+
+        Raises:
+            NotFoundError: no such partition.
+        """
+        info: list[dict[str, Any]] = await self._ask(
+            self._partition_ref(partition), Query(kind="users")
+        )
+        return info
+
+    async def get_group_usage(self, partition: str) -> list[dict[str, Any]]:
+        """What each group runs below each queue, against its limits, as
+        ``GET /ws/v1/partition/{p}/usage/groups`` shows it. An application is charged to
+        one group at most: the first of its user's groups that the limits name, from its
+        queue up, or the wildcard group.
+
+        Raises:
+            NotFoundError: no such partition.
+        """
+        info: list[dict[str, Any]] = await self._ask(
+            self._partition_ref(partition), Query(kind="groups")
+        )
+        return info
+
+    async def get_config(self) -> dict[str, dict[str, Any]]:
+        """The queue configuration in force for each registered RM, by RM id: what its
+        partitions were configured with, as the ``queues.yaml`` document that gives it
+        (``partitions`` and ``checksum``; YuniKorn's ``GET /ws/v1/config``). Empty while no
+        RM is registered.
+        """
+        return {rm_id: config_info(reg.config) for rm_id, reg in self._registrations.items()}
+
+    async def get_resource_managers(self) -> list[dict[str, Any]]:
+        """Every RM the core knows, by id: ``rmID``, ``state`` (``Running``, ``Paused``
+        or ``Stopped``, the spec's names), ``since`` (when it entered that state, in
+        nanoseconds of the core's clock, as ``state_dump``'s ``timestamp``), its
+        ``partitions``, ``droppedCallbacks`` (callback calls it did not get while
+        Paused), and for a Paused RM ``stopsAt``. The latest 1000 Stopped RMs are kept.
+        """
+        out: dict[str, dict[str, Any]] = dict(self._stopped)
+        for rm_id, reg in self._registrations.items():
+            info: dict[str, Any] = {
+                "rmID": rm_id,
+                "state": reg.state,
+                "since": wall_ns(self.clock, reg.since),
+                "partitions": sorted(reg.actors),
+                "droppedCallbacks": reg.dropped,
+            }
+            if reg.state == PAUSED and reg.timer is not None:
+                info["stopsAt"] = wall_ns(self.clock, reg.timer.due)
+            out[rm_id] = info
+        return [dict(out[rm_id]) for rm_id in sorted(out)]
+
+    async def state_dump(self) -> dict[str, Any]:
+        """Every partition, queue, application and node in one JSON-able document;
+        ``resourceManagerStates`` is ``get_resource_managers()``."""
+        partitions = []
+        for reg in self._registrations.values():
+            for ref in reg.record.partitions.values():
+                partitions.append(await self._ask(ref, Query(kind="dump")))
+        return {
+            "timestamp": wall_ns(self.clock, self.clock.now()),
+            "resourceManagers": sorted(self._registrations),
+            "resourceManagerStates": await self.get_resource_managers(),
+            "partitions": partitions,
+            "actors": {name: _stats(s) for name, s in self.system.stats().items()},
+            "retiredActors": {k: _stats(s) for k, s in self.system.retired_stats().items()},
+        }
+
+    def __repr__(self) -> str:
+        return f"<Core rms={sorted(self._registrations)} {self.system!r}>"
+
+
+def _overrides(callback: object, name: str) -> bool:
+    """The RM's callback has its own ``name``. An RM that keeps the default ``predicates``
+    is never asked, and one that keeps the default ``update_container_scheduling_state``
+    costs no inspection of outstanding requests."""
+    method = getattr(type(callback), name, None)
+    return method is not getattr(ResourceManagerCallback, name)
+
+
+def _stats(stats: Any) -> dict[str, Any]:
+    return {
+        f: getattr(stats, f)
+        for f in ("queued", "peak", "processed", "handler_time", "failures", "suspended", "resumed")
+    }
+
+
+def _config_text(config: object) -> str:
+    if not isinstance(config, str):
+        raise SchedulerError(f"config must be YAML text, got {type(config).__name__}")
+    return config
+
+
+@asynccontextmanager
+async def start_scheduler(
+    *,
+    clock: Clock | None = None,
+    timeouts: Timeouts | None = None,
+    event_capacity: int = DEFAULT_CAPACITY,
+) -> AsyncIterator[Core]:
+    """Start a scheduler core in this event loop; leaving the block stops every actor.
+
+    Args:
+        clock: the clock every timeout reads (default: the system's monotonic clock);
+            ``scheduler.testing.ManualClock`` for tests.
+        timeouts: YuniKorn's state timeouts, to change for a test or a demo.
+        event_capacity: how many of the latest events ``Core.events`` keeps.
+    """
+    system = ActorSystem(clock or SystemClock())
+    owner = asyncio.get_running_loop().create_task(system.run())
+    try:
+        await system.ready()
+        core = Core(system, timeouts=timeouts, event_capacity=event_capacity)
+        try:
+            yield core
+        finally:
+            core.events.close("the scheduler core stopped")
+    finally:
+        system.stop()
+        await owner

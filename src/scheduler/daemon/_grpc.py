@@ -1,0 +1,760 @@
+"""The daemon's gRPC transport: the SI ``Scheduler`` service of the spec and the
+``SchedulerExtensions`` service (``si.proto``), served with ``grpc.aio`` in the daemon's
+event loop, on the same ``Core`` as the native transport and with the same rules.
+
+A ``GrpcSession`` is one RM: the calls of a session (the spec's unary
+``RegisterResourceManager``, the requests read from its three streams, and the
+extension's unary calls) go into one queue and are run one at a time, in the order they
+came, by the session's worker, as the native transport runs them. The RM's callback inside
+the core is a stand-in that queues what it is given: responses on the matching Scheduler
+stream, events, container scheduling states and predicate questions on the session stream.
+Every session's outgoing queues together hold at most ``--max-backlog`` messages: an RM
+that does not read fast enough is told goodbye and its streams end.
+
+Sessions come from the extension's ``Session`` stream (the daemon's Welcome names the id
+the RM then sends as ``x-scheduler-session`` metadata). A plain SI client that never opens
+one still works: its calls are tied to a session named after the rmID they carry.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+from collections.abc import AsyncIterator, Awaitable, Callable
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+import grpc
+import grpc.aio
+import msgspec
+from aiostream import stream
+from loguru import logger
+
+from scheduler import si
+from scheduler._errors import NotFoundError, SchedulerError
+from scheduler.daemon._batching import chunks_within, join_requests, joined
+from scheduler.daemon._native import Limits, stop_own_rm
+from scheduler.si import si_pb2 as pb
+from scheduler.si._callback import ResourceManagerCallback
+from scheduler.si._grpc_codec import from_proto_of, to_proto_of
+
+if TYPE_CHECKING:
+    from scheduler.core._core import Core
+    from scheduler.daemon._native import NativeServer
+
+__all__ = ["CALLBACKS_KEY", "ERROR_KEY", "SESSION_KEY", "TOKEN_KEY", "GrpcServer"]
+
+_log = logger.bind(transport="grpc")
+
+SESSION_KEY = "x-scheduler-session"
+TOKEN_KEY = "x-scheduler-token"
+CALLBACKS_KEY = "x-scheduler-callbacks"
+ERROR_KEY = "x-scheduler-error"
+
+_QUERIES: dict[str, int] = {
+    "get_partitions": 0,
+    "get_queue": 2,
+    "get_application": 2,
+    "get_node": 2,
+    "get_user_usage": 1,
+    "get_group_usage": 1,
+    "state_dump": 0,
+    "get_resource_managers": 0,
+    "stop_resource_manager": 1,  # only the RM of the calling session
+}
+_CALLBACKS = frozenset(
+    (
+        "update_allocation",
+        "update_application",
+        "update_node",
+        "predicates",
+        "send_event",
+        "update_container_scheduling_state",
+    )
+)
+# A plain SI client hears the responses on its streams and nothing else.
+_PLAIN_CALLBACKS = frozenset(("update_allocation", "update_application", "update_node"))
+
+_ALLOCATION, _APPLICATION, _NODE = pb.Ack.ALLOCATION, pb.Ack.APPLICATION, pb.Ack.NODE
+_SESSION = 0  # the index of the session stream's queue
+
+_from_register = from_proto_of(si.RegisterResourceManagerRequest)
+_from_allocation = from_proto_of(si.AllocationRequest)
+_from_application = from_proto_of(si.ApplicationRequest)
+_from_node = from_proto_of(si.NodeRequest)
+_from_configuration = from_proto_of(si.UpdateConfigurationRequest)
+_to_allocation_response = to_proto_of(si.AllocationResponse)
+_to_application_response = to_proto_of(si.ApplicationResponse)
+_to_node_response = to_proto_of(si.NodeResponse)
+_to_event = to_proto_of(si.EventRecord)
+_to_state = to_proto_of(si.UpdateContainerSchedulingStateRequest)
+_to_predicates = to_proto_of(si.PredicatesArgs)
+_JSON = msgspec.json.Encoder()
+
+
+class _CallError(Exception):
+    """A call failed: its gRPC status, and the Python class name of the error."""
+
+    def __init__(self, code: grpc.StatusCode, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.code, self.kind, self.message = code, kind, message
+
+
+# A call in a session's queue: what to run, and where its result goes (a future for a
+# unary call, the (stream, seq) of the Ack of each stream request it holds).
+_Call = tuple[Callable[[], Awaitable[Any]], "asyncio.Future[Any] | list[tuple[int, int]]"]
+
+# At most this many reads (each what a stream had waiting) make one chunk of the
+# session's merged streams.
+_CHUNK = 64
+
+
+class GrpcServer:
+    """Serves ``native``'s core, token, limits and configuration over gRPC (``start``);
+    RMs registered here are added to ``native.rm_ids`` so a configuration reload reaches
+    them too."""
+
+    def __init__(self, native: NativeServer) -> None:
+        self.native = native
+        self.core: Core = native.core
+        self.token = native.token
+        self.limits: Limits = native.limits
+        self.sessions: dict[str, GrpcSession] = {}
+        self._ids = itertools.count(1)
+        self._closing = ""
+        self._server: grpc.aio.Server | None = None
+        # How long a chunk of a session's stream requests waits for more after its first
+        # (0: it takes what has arrived by the next turn of the loop; see _batching).
+        self.batch_window = 0.0
+
+    async def start(
+        self,
+        address: str,
+        *,
+        tls: tuple[bytes, bytes] | None = None,
+        client_ca: bytes | None = None,
+    ) -> str:
+        """Listen on ``host:port`` (port 0: a free one); returns ``grpc://host:port``, or
+        with ``tls`` (a PEM certificate chain and its key) ``grpcs://host:port``; with
+        ``client_ca`` too (PEM), a client must show a certificate that CA signed."""
+        host, sep, port_text = address.rpartition(":")
+        if not sep or not host or not port_text.isdigit():
+            raise SchedulerError(f"--grpc {address!r}: say host:port, e.g. 127.0.0.1:9090")
+        size = self.limits.max_frame
+        server = grpc.aio.server(
+            options=[
+                ("grpc.max_receive_message_length", size),
+                ("grpc.max_send_message_length", -1),
+                ("grpc.so_reuseport", 0),
+            ]
+        )
+        server.add_generic_rpc_handlers(self._handlers())
+        try:
+            if tls is None:
+                port = server.add_insecure_port(address)
+            else:
+                cert_pem, key_pem = tls
+                credentials = grpc.ssl_server_credentials(
+                    [(key_pem, cert_pem)],
+                    root_certificates=client_ca,
+                    require_client_auth=client_ca is not None,
+                )
+                port = server.add_secure_port(address, credentials)
+        except RuntimeError as exc:
+            raise OSError(98, f"cannot bind {address}: {exc}") from None
+        if port == 0:
+            raise OSError(98, f"cannot bind {address}")
+        await server.start()
+        self._server = server
+        return f"{'grpc' if tls is None else 'grpcs'}://{host}:{port}"
+
+    async def shut_down(self, reason: str, grace: float) -> None:
+        """No more calls; those taken are answered; every RM hears goodbye with ``reason``;
+        the server stops (within ``grace`` seconds)."""
+        self._closing = reason
+        sessions = list(self.sessions.values())
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(grace):
+                await asyncio.gather(*(s.finish(reason) for s in sessions))
+        if self._server is not None:
+            await self._server.stop(grace)
+
+    # ===================================================================== handlers
+    def _handlers(self) -> tuple[grpc.GenericRpcHandler[Any, Any], ...]:
+        def unary(fn: Any, req: Any, resp: Any) -> grpc.RpcMethodHandler[Any, Any]:
+            return grpc.unary_unary_rpc_method_handler(
+                fn, request_deserializer=req.FromString, response_serializer=resp.SerializeToString
+            )
+
+        def stream(fn: Any, req: Any, resp: Any) -> grpc.RpcMethodHandler[Any, Any]:
+            return grpc.stream_stream_rpc_method_handler(
+                fn, request_deserializer=req.FromString, response_serializer=resp.SerializeToString
+            )
+
+        scheduler = grpc.method_handlers_generic_handler(
+            "si.v1.Scheduler",
+            {
+                "RegisterResourceManager": unary(
+                    self._register,
+                    pb.RegisterResourceManagerRequest,
+                    pb.RegisterResourceManagerResponse,
+                ),
+                "UpdateAllocation": stream(
+                    self._update_allocation, pb.AllocationRequest, pb.AllocationResponse
+                ),
+                "UpdateApplication": stream(
+                    self._update_application, pb.ApplicationRequest, pb.ApplicationResponse
+                ),
+                "UpdateNode": stream(self._update_node, pb.NodeRequest, pb.NodeResponse),
+            },
+        )
+        extensions = grpc.method_handlers_generic_handler(
+            "si.v1.SchedulerExtensions",
+            {
+                "Session": stream(self._session, pb.FromRM, pb.FromDaemon),
+                "UpdateConfiguration": unary(
+                    self._update_configuration, pb.UpdateConfigurationRequest, pb.Empty
+                ),
+                "Settle": unary(self._settle, pb.Empty, pb.SettleResponse),
+                "Query": unary(self._query, pb.QueryRequest, pb.QueryResponse),
+            },
+        )
+        return (scheduler, extensions)
+
+    async def _check(self, context: grpc.aio.ServicerContext[Any, Any]) -> dict[str, str]:
+        metadata = {k: v for k, v in (context.invocation_metadata() or ()) if isinstance(v, str)}
+        if self.token and metadata.get(TOKEN_KEY) != self.token:
+            await context.abort(
+                grpc.StatusCode.UNAUTHENTICATED, "authentication failed: wrong or missing token"
+            )
+        if self._closing:
+            await context.abort(grpc.StatusCode.UNAVAILABLE, self._closing)
+        return metadata
+
+    async def _find(
+        self, context: grpc.aio.ServicerContext[Any, Any], metadata: dict[str, str], rm_id: str
+    ) -> GrpcSession:
+        """The session of a call: the one its metadata names, else the plain client's of
+        ``rm_id`` (made if need be)."""
+        name = metadata.get(SESSION_KEY, "")
+        if name:
+            session = self.sessions.get(name)
+            if session is None or session.closing:
+                await context.abort(grpc.StatusCode.NOT_FOUND, f"no session {name!r}")
+            assert session is not None
+            return session
+        name = f"rm:{rm_id}"
+        session = self.sessions.get(name)
+        if session is None or session.closing:
+            session = self.sessions[name] = GrpcSession(self, name, context.peer(), plain=True)
+        return session
+
+    async def _unary(
+        self,
+        context: grpc.aio.ServicerContext[Any, Any],
+        rm_id: str,
+        run: Callable[[GrpcSession], Awaitable[Any]],
+    ) -> Any:
+        metadata = await self._check(context)
+        session = await self._find(context, metadata, rm_id)
+        try:
+            return await session.call(lambda: run(session), metadata)
+        except _CallError as exc:
+            await context.abort(exc.code, exc.message, trailing_metadata=((ERROR_KEY, exc.kind),))
+
+    async def _register(
+        self,
+        request: pb.RegisterResourceManagerRequest,
+        context: grpc.aio.ServicerContext[Any, Any],
+    ) -> pb.RegisterResourceManagerResponse:
+        async def run(session: GrpcSession) -> pb.RegisterResourceManagerResponse:
+            await session.register(_from_register(request), context)
+            return pb.RegisterResourceManagerResponse()
+
+        result: pb.RegisterResourceManagerResponse = await self._unary(context, request.rm_id, run)
+        return result
+
+    async def _update_configuration(
+        self, request: pb.UpdateConfigurationRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> pb.Empty:
+        async def run(session: GrpcSession) -> pb.Empty:
+            await self.core.update_configuration(_from_configuration(request))
+            return pb.Empty()
+
+        result: pb.Empty = await self._unary(context, request.rm_id, run)
+        return result
+
+    async def _settle(
+        self, request: pb.Empty, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> pb.SettleResponse:
+        async def run(session: GrpcSession) -> pb.SettleResponse:
+            await self.core.settle()
+            return pb.SettleResponse(pushed=session.pushed)
+
+        result: pb.SettleResponse = await self._unary(context, "", run)
+        return result
+
+    async def _query(
+        self, request: pb.QueryRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> pb.QueryResponse:
+        method, args = request.method, list(request.args)
+
+        async def run(session: GrpcSession) -> pb.QueryResponse:
+            expected = _QUERIES.get(method)
+            if expected is None:
+                raise SchedulerError(f"unknown query {method!r}")
+            if len(args) != expected:
+                raise SchedulerError(f"{method} takes {expected} arguments, got {len(args)}")
+            if method == "stop_resource_manager":
+                await session.stop(args[0])
+                return pb.QueryResponse(json="null")
+            function: Callable[..., Awaitable[Any]] = getattr(self.core, method)
+            value = await function(*args)
+            return pb.QueryResponse(json=_JSON.encode(value).decode())
+
+        result: pb.QueryResponse = await self._unary(context, "", run)
+        return result
+
+    # ====================================================================== streams
+    async def _update_allocation(
+        self,
+        requests: AsyncIterator[pb.AllocationRequest],
+        context: grpc.aio.ServicerContext[Any, Any],
+    ) -> None:
+        await self._stream(requests, context, _ALLOCATION)
+
+    async def _update_application(
+        self,
+        requests: AsyncIterator[pb.ApplicationRequest],
+        context: grpc.aio.ServicerContext[Any, Any],
+    ) -> None:
+        await self._stream(requests, context, _APPLICATION)
+
+    async def _update_node(
+        self, requests: AsyncIterator[pb.NodeRequest], context: grpc.aio.ServicerContext[Any, Any]
+    ) -> None:
+        await self._stream(requests, context, _NODE)
+
+    async def _stream(
+        self, requests: AsyncIterator[Any], context: grpc.aio.ServicerContext[Any, Any], kind: int
+    ) -> None:
+        """One of the Scheduler streams: requests in (each acknowledged on the session
+        stream), the core's responses of that kind out."""
+        metadata = await self._check(context)
+        first: Any = None
+        if SESSION_KEY not in metadata:  # a plain client: its first request names its RM
+            first = await anext(aiter(requests), None)
+            if first is None:
+                return
+        session = await self._find(context, metadata, "" if first is None else first.rm_id)
+        queue = session.open_stream(kind)
+        session.streams += 1
+        seq = itertools.count(1)
+
+        async def read() -> None:
+            if first is not None:
+                session.take_request(kind, next(seq), first)
+            async for request in requests:
+                session.take_request(kind, next(seq), request)
+
+        reader = asyncio.create_task(read())
+        try:
+            while True:
+                item = await queue.get()
+                if item is None:
+                    break
+                session.backlog -= 1
+                await context.write(item)
+        finally:
+            reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await reader
+            session.stream_ended()
+
+    async def _session(
+        self, requests: AsyncIterator[pb.FromRM], context: grpc.aio.ServicerContext[Any, Any]
+    ) -> None:
+        """The extension's session stream: Hello / Welcome, acks, callbacks, goodbye."""
+        # The hello is read before the token is checked: refused at once, the RM's write of
+        # its hello could meet the closed call, and the RM would read gRPC's generic
+        # INTERNAL instead of UNAUTHENTICATED.
+        hello = await anext(aiter(requests), None)
+        await self._check(context)
+        if hello is None or hello.WhichOneof("kind") != "hello":
+            await context.abort(
+                grpc.StatusCode.FAILED_PRECONDITION, "the first message must be a hello"
+            )
+        name = f"s{next(self._ids)}"
+        session = self.sessions[name] = GrpcSession(self, name, context.peer(), plain=False)
+        queue = session.open_stream(_SESSION)
+        await context.write(pb.FromDaemon(welcome=pb.Welcome(session=name)))
+
+        async def read() -> None:
+            async for message in requests:
+                if message.WhichOneof("kind") == "predicates_answer":
+                    session.answer(message.predicates_answer)
+            session.gone()  # the RM closed its side: it is gone
+
+        reader = asyncio.create_task(read())
+        try:
+            while True:
+                item = await queue.get()
+                if item is None:
+                    break
+                session.backlog -= 1
+                await context.write(item)
+        finally:
+            reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await reader
+            session.gone()
+
+
+class GrpcSession:
+    """One RM over gRPC: its ordered calls, its outgoing queues, its predicates."""
+
+    def __init__(self, server: GrpcServer, name: str, peer: str, *, plain: bool) -> None:
+        self.server = server
+        self.name = name
+        self.peer = peer
+        self.plain = plain  # no session stream: acks and extension callbacks have nowhere to go
+        self.rm_id = ""
+        self._callback: ResourceManagerCallback | None = None  # registered with the core
+        self.limits = server.limits
+        self.pushed = 0  # messages queued for the RM that it counts (not acks)
+        self.streams = 0  # the Scheduler streams open in this session
+        self.backlog = 0
+        self.closing = ""
+        self.draining = ""  # the daemon stops: no more calls are taken
+        self._queues: dict[int, asyncio.Queue[Any]] = {}
+        self._calls: asyncio.Queue[_Call | None] = asyncio.Queue()
+        # What the three Scheduler streams read, merged and cut into chunks by the
+        # batcher, which hands the worker few calls for a burst of requests.
+        self._incoming: dict[int, asyncio.Queue[tuple[int, int, Any] | None]] = {
+            kind: asyncio.Queue() for kind in (_ALLOCATION, _APPLICATION, _NODE)
+        }
+        self._batcher = asyncio.get_running_loop().create_task(self._batch())
+        self._questions: dict[int, asyncio.Future[bool]] = {}
+        self._next_question = 0
+        self._worker = asyncio.get_running_loop().create_task(self._work())
+        self.log = _log.bind(peer=peer, session=name)
+
+    # ====================================================================== outgoing
+    def open_stream(self, kind: int) -> asyncio.Queue[Any]:
+        """The queue of stream ``kind`` (what was queued before it opened is kept)."""
+        return self._queue(kind)
+
+    def _queue(self, kind: int) -> asyncio.Queue[Any]:
+        queue = self._queues.get(kind)
+        if queue is None:
+            queue = self._queues[kind] = asyncio.Queue()
+        return queue
+
+    def push(self, kind: int, message: Any, *, counted: bool = True) -> None:
+        if self.closing:
+            return
+        if self.backlog >= self.limits.max_backlog:
+            self.close(
+                f"the RM reads too slowly: {self.backlog:,} messages wait for it "
+                "(the daemon's --max-backlog)"
+            )
+            return
+        if kind == _SESSION and self.plain:
+            return
+        self.backlog += 1
+        if counted:
+            self.pushed += 1
+        self._queue(kind).put_nowait(message)
+
+    def close(self, reason: str) -> None:
+        """Goodbye with ``reason`` after what is queued; then every stream ends."""
+        if self.closing:
+            return
+        self.closing = reason
+        self.log.info("closing the session of {}: {}", self.rm_id or self.peer, reason)
+        if not self.plain:
+            self._queue(_SESSION).put_nowait(pb.FromDaemon(goodbye=pb.Goodbye(message=reason)))
+        for kind in (_ALLOCATION, _APPLICATION, _NODE, _SESSION):
+            self._queue(kind).put_nowait(None)
+        self._end_calls()
+        self._end()
+
+    async def finish(self, reason: str) -> None:
+        """The daemon stops: the calls taken are answered, then goodbye."""
+        self.draining = reason
+        self._end_calls()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._worker
+        self.close(reason)
+
+    def stream_ended(self) -> None:
+        """One of the session's Scheduler streams ended. A plain client (no session
+        stream) whose last one ends, closed or broken, is gone once it registered, as a
+        native connection that ends is: its RM is Paused after the calls it sent ran."""
+        self.streams -= 1
+        if self.plain and not self.streams and self.rm_id:
+            self.log.info("the last SI stream of {} ended", self.rm_id)
+            self.gone()
+
+    def gone(self) -> None:
+        """The RM closed its session stream (or a plain client its last SI stream)."""
+        if not self.closing:
+            self.closing = "the RM is gone"
+            for kind in (_ALLOCATION, _APPLICATION, _NODE, _SESSION):
+                self._queue(kind).put_nowait(None)
+            self._end_calls()  # the calls taken still run, as on the native transport
+            self._end()
+
+    def _end(self) -> None:
+        for future in self._questions.values():
+            if not future.done():
+                future.set_result(False)
+        if self.server.sessions.get(self.name) is self:
+            del self.server.sessions[self.name]
+
+    # ========================================================================= calls
+    async def call(self, run: Callable[[], Awaitable[Any]], metadata: dict[str, str]) -> Any:
+        """Run ``run`` in turn; its result, or ``_CallError``."""
+        if self.closing or self.draining:
+            reason = self.closing or self.draining
+            raise _CallError(grpc.StatusCode.UNAVAILABLE, "ConnectionError", reason)
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._calls.put_nowait((run, future))
+        return await future
+
+    def take_request(self, kind: int, seq: int, request: Any) -> None:
+        """A request read from a Scheduler stream, queued; its Ack goes on the session
+        stream when it has run."""
+        if self.closing or self.draining:
+            return
+        self._incoming[kind].put_nowait((kind, seq, request))
+
+    def _end_calls(self) -> None:
+        """No more calls: the requests read so far still run, then the worker stops."""
+        for queue in self._incoming.values():
+            queue.put_nowait(None)
+
+    async def _batch(self) -> None:
+        """The session's stream requests, merged and chunked, to the worker; when the
+        streams end, the worker's end (after the unary calls taken so far)."""
+        merged = stream.merge(*(_drain(q) for q in self._incoming.values()))
+        try:
+            chunks = chunks_within(merged, _CHUNK, self.server.batch_window)
+            async with chunks.stream() as read:
+                async for chunk in read:
+                    self._take_chunk([item for batch in chunk for item in batch])
+        except Exception:
+            self.log.exception("the requests of {} could not be read", self.rm_id or self.peer)
+        finally:
+            self._calls.put_nowait(None)
+
+    def _take_chunk(self, chunk: list[tuple[int, int, Any]]) -> None:
+        """A chunk of stream requests as calls: each checked against the limits (one that
+        fails is answered with its error, in its place), the others joined where the core
+        may take them in one call (``join_requests``)."""
+        limits = self.limits
+        taken: list[tuple[int, int, Any]] = []
+        for kind, seq, message in chunk:
+            try:
+                if kind == _ALLOCATION:
+                    request: Any = _from_allocation(message)
+                    limits.check_asks(request)
+                elif kind == _APPLICATION:
+                    request = _from_application(message)
+                    limits.check_ids("application", (a.application_id for a in request.new))
+                else:
+                    request = _from_node(message)
+                    limits.check_ids("node", (n.node_id for n in request.nodes))
+            except Exception as exc:
+                self._put_calls(taken)
+                taken = []
+                self._calls.put_nowait((_raiser(exc), [(kind, seq)]))
+                continue
+            taken.append((kind, seq, request))
+        self._put_calls(taken)
+
+    def _put_calls(self, taken: list[tuple[int, int, Any]]) -> None:
+        core = self.server.core
+        requests = [request for _, _, request in taken]
+        for run_of in join_requests(requests, self.limits.max_asks):
+            request = joined([requests[i] for i in run_of])
+            acks = [(taken[i][0], taken[i][1]) for i in run_of]
+            if isinstance(request, si.AllocationRequest):
+                call: Callable[[], Awaitable[None]] = partial(core.update_allocation, request)
+            elif isinstance(request, si.ApplicationRequest):
+                call = partial(core.update_application, request)
+            else:
+                call = partial(core.update_node, request)
+            self._calls.put_nowait((call, acks))
+
+    async def _work(self) -> None:
+        while True:
+            item = await self._calls.get()
+            if item is None:
+                if self.rm_id and self.closing and not self.draining:
+                    # the calls taken have run; no goodbye of a daemon that stops: the RM
+                    # is Paused (Core.rm_disconnected)
+                    self.server.core.rm_disconnected(self.rm_id, self._callback)
+                return
+            run, reply = item
+            try:
+                value = await run()
+            except (SchedulerError, NotFoundError) as exc:
+                code = (
+                    grpc.StatusCode.NOT_FOUND
+                    if isinstance(exc, NotFoundError)
+                    else grpc.StatusCode.INVALID_ARGUMENT
+                )
+                self._reply(reply, error=_CallError(code, type(exc).__name__, str(exc)))
+            except Exception as exc:
+                self.log.exception("a call of {} failed", self.rm_id or self.peer)
+                message = f"{type(exc).__name__}: {exc}"
+                self._reply(reply, error=_CallError(grpc.StatusCode.INTERNAL, "Error", message))
+            else:
+                self._reply(reply, value=value)
+
+    async def stop(self, rm_id: str) -> None:
+        """The RM of this session shuts down of its own accord (``stop_own_rm``)."""
+        await stop_own_rm(self.server.core, self.rm_id, rm_id, self.log)
+
+    def _reply(self, reply: Any, *, value: Any = None, error: _CallError | None = None) -> None:
+        if isinstance(reply, asyncio.Future):
+            if not reply.done():
+                if error is None:
+                    reply.set_result(value)
+                else:
+                    reply.set_exception(error)
+            return
+        if self.plain:
+            if error is not None:
+                self.log.warning("a request of {} failed: {}", self.rm_id, error.message)
+            return
+        for kind, seq in reply:
+            ack = pb.Ack(stream=kind, seq=seq)
+            if error is not None:
+                ack.error, ack.message = error.kind, error.message
+            self.push(_SESSION, pb.FromDaemon(ack=ack), counted=False)
+
+    async def register(
+        self,
+        request: si.RegisterResourceManagerRequest,
+        context: grpc.aio.ServicerContext[Any, Any],
+    ) -> None:
+        native = self.server.native
+        if not request.config and native.config:
+            request.config = native.config
+        metadata = {k: v for k, v in (context.invocation_metadata() or ()) if isinstance(v, str)}
+        if self.plain:
+            overrides = set(_PLAIN_CALLBACKS)
+        else:
+            named = metadata.get(CALLBACKS_KEY, "")
+            overrides = {m for m in named.split(",") if m in _CALLBACKS}
+        callback = _stand_in(self, overrides)
+        await self.server.core.register_resource_manager(request, callback)
+        self.rm_id = request.rm_id
+        self._callback = callback
+        native.rm_ids.add(request.rm_id)
+        self.log = self.log.bind(rm_id=self.rm_id)
+        self.log.info("resource manager {} registered from {} over gRPC", self.rm_id, self.peer)
+
+    # ==================================================================== predicates
+    async def ask_predicates(self, args: si.PredicatesArgs) -> bool:
+        if self.closing:
+            return False
+        self._next_question += 1
+        number = self._next_question
+        future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        self._questions[number] = future
+        self.push(
+            _SESSION,
+            pb.FromDaemon(predicates=pb.PredicatesQuestion(id=number, args=_to_predicates(args))),
+        )
+        try:
+            async with asyncio.timeout(self.limits.predicates_timeout):
+                return await future
+        except TimeoutError:
+            return False
+        finally:
+            self._questions.pop(number, None)
+
+    def answer(self, answer: pb.PredicatesAnswer) -> None:
+        future = self._questions.get(answer.id)
+        if future is not None and not future.done():
+            future.set_result(bool(answer.allowed))
+
+
+def _stand_in(session: GrpcSession, overrides: set[str]) -> ResourceManagerCallback:
+    """The RM's callback inside the core: it overrides what the RM named, and each method
+    queues its argument for the RM."""
+    namespace: dict[str, Any] = {}
+    if "update_allocation" in overrides:
+
+        async def update_allocation(self: Any, response: si.AllocationResponse) -> None:
+            session.push(_ALLOCATION, _to_allocation_response(response))
+
+        namespace["update_allocation"] = update_allocation
+    if "update_application" in overrides:
+
+        async def update_application(self: Any, response: si.ApplicationResponse) -> None:
+            session.push(_APPLICATION, _to_application_response(response))
+
+        namespace["update_application"] = update_application
+    if "update_node" in overrides:
+
+        async def update_node(self: Any, response: si.NodeResponse) -> None:
+            session.push(_NODE, _to_node_response(response))
+
+        namespace["update_node"] = update_node
+    if "send_event" in overrides:
+
+        async def send_event(self: Any, events: list[si.EventRecord]) -> None:
+            message = pb.Events()
+            message.events.extend(_to_event(e) for e in events)
+            session.push(_SESSION, pb.FromDaemon(events=message))
+
+        namespace["send_event"] = send_event
+    if "predicates" in overrides:
+
+        async def predicates(self: Any, args: si.PredicatesArgs) -> bool:
+            return await session.ask_predicates(args)
+
+        namespace["predicates"] = predicates
+    if "update_container_scheduling_state" in overrides:
+
+        async def update_container_scheduling_state(
+            self: Any, request: si.UpdateContainerSchedulingStateRequest
+        ) -> None:
+            session.push(_SESSION, pb.FromDaemon(scheduling_state=_to_state(request)))
+
+        namespace["update_container_scheduling_state"] = update_container_scheduling_state
+    cls = type("RemoteResourceManager", (ResourceManagerCallback,), namespace)
+    return cls()  # type: ignore[no-any-return]
+
+
+async def _drain(
+    queue: asyncio.Queue[tuple[int, int, Any] | None],
+) -> AsyncIterator[list[tuple[int, int, Any]]]:
+    """What one Scheduler stream read, as lists of all that waited at once (a burst goes
+    through the merge as one item), until the session ends it (``None``)."""
+    while True:
+        item = await queue.get()
+        batch = []
+        while item is not None:
+            batch.append(item)
+            if queue.empty():
+                break
+            item = queue.get_nowait()
+        if batch:
+            yield batch
+        if item is None:
+            return
+
+
+def _raiser(exc: Exception) -> Callable[[], Awaitable[None]]:
+    """A call that fails with ``exc`` (a request refused before it could run)."""
+
+    async def run() -> None:
+        raise exc
+
+    return run

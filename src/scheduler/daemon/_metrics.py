@@ -1,0 +1,312 @@
+"""``/ws/v1/metrics``: the core's state as Prometheus metrics, named as YuniKorn v1.2 names
+them (``pkg/metrics``), computed from a state dump at each scrape."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from typing import Final
+
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
+
+from scheduler.core._counters import ATTEMPTS, LATENCY_BUCKETS, SUBMISSIONS, SchedulingCounters
+from scheduler.daemon._health import Dump, each_app, each_node, partition_name, walk_queue
+from scheduler.objects._application import AppState
+
+__all__ = [
+    "LATENCY_BUCKETS",
+    "CoreCollector",
+    "SchedulingCounters",
+    "actor_kind",
+    "metric_families",
+    "metric_name",
+]
+
+# YuniKorn v1.2's names (pkg/metrics): namespace ``yunikorn``; scheduler metrics under the
+# subsystem ``scheduler``; each queue's metrics under its path as the subsystem
+# (``yunikorn_root_default_queue_app``). Most are gauges of the state at the scrape; the
+# counters of allocation attempts and submissions and the latency histogram come from each
+# partition's ``SchedulingCounters``, counted per pass and per flush, never per allocation.
+
+_USAGE_BUCKETS: Final = (
+    "[0,10%]",
+    "(10%, 20%]",
+    "(20%,30%]",
+    "(30%,40%]",
+    "(40%,50%]",
+    "(50%,60%]",
+    "(60%,70%]",
+    "(70%,80%]",
+    "(80%,90%]",
+    "(90%,100%]",
+)
+
+
+class CoreCollector:
+    """Prometheus collector over the state dump that the scrape in progress read."""
+
+    def __init__(self) -> None:
+        self.dump: Dump | None = None
+
+    def collect(self) -> Iterable[Metric]:
+        return metric_families(self.dump) if self.dump is not None else []
+
+
+def metric_name(text: str) -> str:
+    """YuniKorn's ``formatMetricName``: every byte that may not be in a Prometheus name
+    becomes ``_``, and a name starting with a digit gets a ``_`` in front."""
+    name = "".join(c if c.isascii() and (c.isalnum() or c in "_:") else "_" for c in text)
+    return "_" + name if name[:1].isdigit() else name
+
+
+def metric_families(dump: Dump) -> list[Metric]:
+    """Every metric of ``/ws/v1/metrics`` for a state dump."""
+    return [
+        *_scheduler_metrics(dump),
+        *_queue_metrics(dump),
+        *_actor_metrics(dump),
+        *_retired_metrics(dump),
+    ]
+
+
+def _scheduler_metrics(dump: Dump) -> list[Metric]:
+    apps = GaugeMetricFamily(
+        "yunikorn_scheduler_application_total",
+        "Applications known to the scheduler, by state (live, and terminated until they expire).",
+        labels=["state"],
+    )
+    states = Counter(a["applicationState"] for _k, a in each_app(dump))
+    for state in AppState:
+        apps.add_metric([state.lower()], states[state])
+    nodes = GaugeMetricFamily(
+        "yunikorn_scheduler_node",
+        "Nodes, by state: active (all registered), draining (not schedulable).",
+        labels=["state"],
+    )
+    all_nodes = [n for _k, n in each_node(dump)]
+    nodes.add_metric(["active"], len(all_nodes))
+    nodes.add_metric(["draining"], sum(not n["schedulable"] for n in all_nodes))
+    return [apps, nodes, *_node_usage(all_nodes), *_counters(dump)]
+
+
+def _counters(dump: Dump) -> list[Metric]:
+    """YuniKorn's counters and latency histogram, added up over the partitions."""
+    attempts = dict.fromkeys(ATTEMPTS, 0)
+    submissions = dict.fromkeys(SUBMISSIONS, 0)
+    latency, latency_sum = [0] * (len(LATENCY_BUCKETS) + 1), 0.0
+    for part in dump["partitions"]:
+        info = part.get("schedulerMetrics")
+        if info is None:
+            continue
+        for totals, key in (
+            (attempts, "containerAllocationAttempts"),
+            (submissions, "applicationSubmissions"),
+        ):
+            for name, n in info[key].items():
+                totals[name] += n
+        latency = [
+            a + b for a, b in zip(latency, info["schedulingLatency"]["buckets"], strict=True)
+        ]
+        latency_sum += info["schedulingLatency"]["sum"]
+    allocation = CounterMetricFamily(
+        "yunikorn_scheduler_container_allocation_attempt",
+        "Attempts to allocate containers, by state: allocated, rejected, error, released.",
+        labels=["state"],
+    )
+    for name, n in attempts.items():
+        allocation.add_metric([name], n)
+    submission = CounterMetricFamily(
+        "yunikorn_scheduler_application_submission",
+        "Application submissions, by result: accepted, rejected.",
+        labels=["result"],
+    )
+    for name, n in submissions.items():
+        submission.add_metric([name], n)
+    cumulative, buckets = 0, []
+    for bound, n in zip((*map(str, LATENCY_BUCKETS), "+Inf"), latency, strict=True):
+        cumulative += n
+        buckets.append((bound, cumulative))
+    histogram = HistogramMetricFamily(
+        "yunikorn_scheduler_scheduling_latency_milliseconds",
+        "Latency of a scheduling pass, in seconds (YuniKorn's name), on the core's clock.",
+        buckets=buckets,
+        sum_value=latency_sum,
+    )
+    return [allocation, submission, histogram]
+
+
+def _node_usage(nodes: list[Dump]) -> list[Metric]:
+    """Nodes by how much of each resource they have allocated, in tenths of the capacity."""
+    buckets: dict[str, list[int]] = {}
+    for node in nodes:
+        for resource, percent in node["utilized"].items():
+            index = min(max(math.ceil(percent / 10) - 1, 0), 9)
+            buckets.setdefault(resource, [0] * 10)[index] += 1
+    families: list[Metric] = []
+    for resource, counts in sorted(buckets.items()):
+        family = GaugeMetricFamily(
+            f"yunikorn_scheduler_{metric_name(resource)}_node_usage_total",
+            "Total resource usage of node, by resource name.",
+            labels=["range"],
+        )
+        for label, count in zip(_USAGE_BUCKETS, counts, strict=True):
+            family.add_metric([label], count)
+        families.append(family)
+    return families
+
+
+_QUEUE_RESOURCES: Final = (
+    ("guaranteed", "guaranteedResource"),
+    ("max", "maxResource"),
+    ("allocated", "allocatedResource"),
+    ("pending", "pendingResource"),
+)
+
+
+def _queue_metrics(dump: Dump) -> list[Metric]:
+    """Per queue: its resources by kind, and its applications by state (live, and
+    terminated until they expire), labelled with the partition too: two partitions may
+    have queues of the same path."""
+    resources: dict[str, dict[tuple[str, ...], float]] = {}
+    apps: dict[str, Counter[tuple[str, ...]]] = {}
+    for part in dump["partitions"]:
+        pname = partition_name(part)
+        for q in walk_queue(part["queues"]):
+            samples = resources.setdefault(_queue_metric(q["queuename"], "resource"), {})
+            for state, key in _QUEUE_RESOURCES:
+                for resource, value in sorted(q[key].items()):
+                    samples[(state, resource, pname)] = value
+        for app in (*part["applications"], *part["terminatedApplications"]):
+            if app["queueName"] and app["applicationState"] != AppState.REJECTED:
+                counts = apps.setdefault(_queue_metric(app["queueName"], "app"), Counter())
+                counts[(app["applicationState"].lower(), pname)] += 1
+    families: list[Metric] = []
+    for name, values in resources.items():
+        doc = "Queue resource metrics, by state (guaranteed, max, allocated, pending)."
+        families.append(_gauge(name, doc, ["state", "resource", "partition"], values))
+    for name, counts in apps.items():
+        doc = "Queue application metrics, by application state."
+        families.append(_gauge(name, doc, ["state", "partition"], dict(counts)))
+    return families
+
+
+def _queue_metric(path: str, kind: str) -> str:
+    return f"yunikorn_{metric_name(path)}_queue_{kind}"
+
+
+def _gauge(
+    name: str, doc: str, labels: list[str], values: Mapping[tuple[str, ...], float]
+) -> GaugeMetricFamily:
+    family = GaugeMetricFamily(name, doc, labels=labels)
+    for label_values, value in values.items():
+        family.add_metric(list(label_values), value)
+    return family
+
+
+def actor_kind(name: str, dump: Dump) -> str:
+    """The kind of an actor from its name, ``rm:<rm>#<n>/partition:<p>[/queue:..|/app:..]``
+    or ``rm:<rm>#<n>/callback``: ``partition``, ``queue``, ``app``, ``callback`` or
+    ``other``. The RM ids and partition names come from the dump, so ids holding a '/' or
+    a ':' are read right."""
+    rest = _after_rm(name, dump["resourceManagers"])
+    if rest is None:
+        return "other"
+    if rest == "callback":
+        return "callback"
+    for pname in sorted((partition_name(p) for p in dump["partitions"]), key=len, reverse=True):
+        prefix = f"partition:{pname}"
+        if rest == prefix:
+            return "partition"
+        if rest.startswith(prefix + "/"):
+            kind = rest[len(prefix) + 1 :].split(":", 1)[0]
+            return kind if kind in ("queue", "app") else "other"
+    return "other"
+
+
+def _after_rm(name: str, rm_ids: Iterable[str]) -> str | None:
+    for rm_id in sorted(rm_ids, key=len, reverse=True):
+        prefix = f"rm:{rm_id}#"
+        if name.startswith(prefix):
+            generation, _sep, rest = name[len(prefix) :].partition("/")
+            if generation.isdigit():
+                return rest
+    return None
+
+
+_ACTOR_GAUGES: Final = (
+    ("yunikorn_actor_live", "Live actors, by kind."),
+    ("yunikorn_actor_mailbox_depth", "Messages waiting in the mailboxes, by actor kind."),
+    ("yunikorn_actor_mailbox_peak", "The largest mailbox length seen by one actor of the kind."),
+    ("yunikorn_actor_messages_processed", "Messages handled by the live actors of the kind."),
+    ("yunikorn_actor_handler_seconds", "Wall time spent in the handlers of the live actors."),
+    ("yunikorn_actor_handler_latency_seconds", "Mean handler time per message, by actor kind."),
+    ("yunikorn_actor_handler_failures", "Handler and hook exceptions of the live actors."),
+)
+
+
+# The actor classes of the core, by the kind the metrics name them.
+_KIND_OF_CLASS: Final = {
+    "PartitionActor": "partition",
+    "QueueActor": "queue",
+    "ApplicationActor": "app",
+    "CallbackActor": "callback",
+}
+_RETIRED_GAUGES: Final = (
+    ("yunikorn_actor_retired_messages_processed", "processed", "Messages handled by actors"),
+    (
+        "yunikorn_actor_retired_handler_seconds",
+        "handler_time",
+        "Wall time in the handlers of actors",
+    ),
+    (
+        "yunikorn_actor_retired_handler_failures",
+        "failures",
+        "Handler and hook exceptions of actors",
+    ),
+)
+
+
+def _retired_metrics(dump: Dump) -> list[Metric]:
+    """The counters of the actors that have stopped, added up per kind (the runtime keeps
+    them when an actor goes: ``ActorSystem.retired_stats``)."""
+    families: list[Metric] = []
+    retired = dump.get("retiredActors", {})
+    for name, field, doc in _RETIRED_GAUGES:
+        family = GaugeMetricFamily(name, f"{doc} that have stopped, by kind.", labels=["kind"])
+        totals: Counter[str] = Counter()
+        for cls, stats in retired.items():
+            totals[_KIND_OF_CLASS.get(cls, "other")] += stats[field]
+        for kind, value in sorted(totals.items()):
+            family.add_metric([kind], value)
+        families.append(family)
+    return families
+
+
+def _actor_metrics(dump: Dump) -> list[Metric]:
+    """Mailbox depth and handler latency per actor kind, from the runtime's counters of
+    the live actors (an actor's counters go with it when it stops, so these are gauges)."""
+    by_kind: dict[str, list[Dump]] = {}
+    for name, stats in dump["actors"].items():
+        by_kind.setdefault(actor_kind(name, dump), []).append(stats)
+    families = {name: GaugeMetricFamily(name, doc, labels=["kind"]) for name, doc in _ACTOR_GAUGES}
+    for kind, stats in sorted(by_kind.items()):
+        processed = sum(s["processed"] for s in stats)
+        seconds = sum(s["handler_time"] for s in stats)
+        values = (
+            len(stats),
+            sum(s["queued"] for s in stats),
+            max(s["peak"] for s in stats),
+            processed,
+            seconds,
+            seconds / processed if processed else 0.0,
+            sum(s["failures"] for s in stats),
+        )
+        for (name, _doc), value in zip(_ACTOR_GAUGES, values, strict=True):
+            families[name].add_metric([kind], value)
+    return list(families.values())

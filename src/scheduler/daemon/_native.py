@@ -1,0 +1,504 @@
+"""The daemon's native transport: RMs call the core over length-prefixed MessagePack frames
+(``scheduler.si._wire``) on TCP or a Unix socket, and hear their callbacks on the same stream.
+
+One ``Session`` per connection, and three tasks in it: the reader decodes frames, answers
+``CallbackReply`` at once and queues calls; the call worker runs the calls one at a time,
+in order, against the ``Core`` (so requests keep the order the RM sent them in, and a
+``settle`` holds back later calls as it does in-process); the writer sends what the
+session queued, in order. The RM's callback, inside the core, is a stand-in that queues a
+frame and returns: the outgoing queue is bounded, and an RM that does not read fast enough
+is disconnected with a reason instead of growing the daemon's memory.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import anyio
+from anyio.abc import ByteStream, Listener
+from loguru import logger
+
+from scheduler import si
+from scheduler._errors import NotFoundError, SchedulerError
+from scheduler.si._callback import ResourceManagerCallback
+from scheduler.si._wire import (
+    MAX_FRAME,
+    PROTOCOL_VERSION,
+    RECEIVE_BYTES,
+    AllocationCall,
+    AllocationPush,
+    ApplicationCall,
+    ApplicationPush,
+    CallbackReply,
+    ConfigurationCall,
+    EventsPush,
+    FrameReader,
+    Goodbye,
+    Hello,
+    NodeCall,
+    NodePush,
+    PredicatesAsk,
+    QueryCall,
+    RegisterCall,
+    Result,
+    SchedulingStatePush,
+    Welcome,
+    WireError,
+    decode_from_rm,
+    encode,
+)
+
+if TYPE_CHECKING:
+    from scheduler.core._core import Core
+    from scheduler.si._wire import Call
+
+__all__ = ["Limits", "NativeServer"]
+
+_log = logger.bind(transport="native")
+
+# Frames the writer joins into one send, in bytes (one frame alone may be larger).
+_WRITE_BYTES = 1 << 20
+
+# The queries an RM may call, and how many string arguments each takes.
+_QUERIES: dict[str, int] = {
+    "settle": 0,
+    "get_partitions": 0,
+    "get_queue": 2,
+    "get_application": 2,
+    "get_node": 2,
+    "get_user_usage": 1,
+    "get_group_usage": 1,
+    "state_dump": 0,
+    "get_resource_managers": 0,
+    "stop_resource_manager": 1,  # only the RM this connection registered
+}
+
+
+async def stop_own_rm(core: Core, mine: str, rm_id: str, log: Any) -> None:
+    """The RM of a connection (``mine``, over either transport) shuts down of its own
+    accord: Stopped, not Paused, and the connection's end then changes nothing. Another
+    RM is not this connection's to stop."""
+    if rm_id != mine:
+        registered = f"{mine!r}" if mine else "none yet"
+        raise SchedulerError(
+            f"a connection may stop only the resource manager it registered ({registered}), "
+            f"not {rm_id!r}"
+        )
+    await core.stop_resource_manager(rm_id)
+    log.info("resource manager {} stopped of its own accord", rm_id)
+
+
+class Limits:
+    """What one RM may send: frame size, asks per request, id length, and how many frames
+    may wait for it before it counts as too slow."""
+
+    def __init__(
+        self,
+        *,
+        max_frame: int = MAX_FRAME,
+        max_asks: int = 100_000,
+        max_id: int = 1024,
+        max_backlog: int = 100_000,
+        predicates_timeout: float = 30.0,
+    ) -> None:
+        self.max_frame = max_frame
+        self.max_asks = max_asks
+        self.max_id = max_id
+        self.max_backlog = max_backlog
+        self.predicates_timeout = predicates_timeout
+
+    def check_ids(self, what: str, ids: Any) -> None:
+        """Raise ``SchedulerError`` naming the first of ``ids`` longer than ``max_id``."""
+        limit = self.max_id
+        for item in ids:
+            if isinstance(item, str) and len(item) > limit:
+                raise SchedulerError(
+                    f"{what} id of {len(item):,} characters is over the limit of {limit:,} "
+                    f"(the daemon's --max-id): {item[:40]}..."
+                )
+
+    def check_asks(self, request: si.AllocationRequest) -> None:
+        """Raise ``SchedulerError`` for more asks than ``max_asks``, or an id too long."""
+        asks = request.asks
+        if len(asks) > self.max_asks:
+            raise SchedulerError(
+                f"the request holds {len(asks):,} asks, over the limit of "
+                f"{self.max_asks:,} (the daemon's --max-asks): send them in parts"
+            )
+        limit = self.max_id
+        for ask in asks:  # one pass; the long id, if any, named as check_ids names it
+            key, app = ask.allocation_key, ask.application_id
+            if (isinstance(key, str) and len(key) > limit) or (
+                isinstance(app, str) and len(app) > limit
+            ):
+                self.check_ids("allocation key", (a.allocation_key for a in asks))
+                self.check_ids("application", (a.application_id for a in asks))
+
+
+class NativeServer:
+    """Serves the core to RMs on listeners (``serve``); ``config`` is the queue
+    configuration an RM that registers with none gets (the daemon's ``--config``)."""
+
+    def __init__(self, core: Core, *, token: str = "", limits: Limits | None = None) -> None:
+        self.core = core
+        self.token = token
+        self.limits = limits or Limits()
+        self.config = ""
+        self.sessions: set[Session] = set()
+        self.rm_ids: set[str] = set()  # RMs registered through this server
+
+    async def serve(self, listener: Listener[Any]) -> None:
+        """Take connections until cancelled; each is served in a task of the listener's."""
+        await listener.serve(self._handle)
+
+    async def _handle(self, stream: ByteStream) -> None:
+        session = Session(self, stream)
+        self.sessions.add(session)
+        try:
+            await session.run()
+        finally:
+            self.sessions.discard(session)
+
+    async def shut_down(self, reason: str, grace: float) -> None:
+        """Every connected RM: no more calls are taken, those in flight are answered, then
+        goodbye with ``reason``. Returns when all are gone, or after ``grace`` seconds."""
+        for session in list(self.sessions):
+            session.shut_down(reason)
+        with anyio.move_on_after(grace):
+            while self.sessions:
+                await anyio.sleep(0.01)
+
+
+class Session:
+    """One connected RM."""
+
+    def __init__(self, server: NativeServer, stream: ByteStream) -> None:
+        self.server = server
+        self.stream = stream
+        self.limits = server.limits
+        send, receive = anyio.create_memory_object_stream[bytes | None](math.inf)
+        self._out_send, self._out_receive = send, receive
+        self._backlog = 0
+        calls_send, calls_receive = anyio.create_memory_object_stream["Call"](math.inf)
+        self._calls_send, self._calls_receive = calls_send, calls_receive
+        self._replies: dict[int, anyio.Event] = {}
+        self._answers: dict[int, bool] = {}
+        self._next_ask = 0
+        self._closing = ""
+        self._ended = False  # nothing more goes out
+        self._read_scope = anyio.CancelScope()
+        self._farewell = ""  # said after the last answer (a graceful shutdown)
+        self._scope: anyio.CancelScope | None = None
+        self.rm_id = ""
+        self._callback: ResourceManagerCallback | None = None  # registered with the core
+        self.peer = _peer(stream)
+        self.log = _log.bind(peer=self.peer)
+
+    # ============================================================================ run
+    async def run(self) -> None:
+        lost = True  # the RM's connection is lost, unless the daemon stops
+        try:
+            async with anyio.create_task_group() as tg:
+                self._scope = tg.cancel_scope
+                tg.start_soon(self._write)
+                tg.start_soon(self._read_all)
+                await self._work()  # until the reader is done: every call answered
+                if self._farewell:
+                    self._queue(encode(Goodbye(message=self._farewell)), force=True)
+                self._end_output()  # the writer sends what is queued, then the session ends
+        except anyio.get_cancelled_exc_class():
+            lost = False
+            raise
+        except Exception:
+            self.log.exception("session of {} failed", self.peer)
+        finally:
+            for event in self._replies.values():
+                event.set()  # predicates waiting for this RM: refused
+            self.close_queues()
+            if lost and self.rm_id and not self._farewell:
+                # no goodbye of a daemon that stops: the RM is Paused (Core.rm_disconnected)
+                self.server.core.rm_disconnected(self.rm_id, self._callback)
+            with anyio.CancelScope(shield=True), anyio.move_on_after(1):
+                await self.stream.aclose()
+
+    def close_queues(self) -> None:
+        """Nothing more goes in or out of this session's queues."""
+        self._ended = True
+        for end in (self._out_send, self._out_receive, self._calls_send, self._calls_receive):
+            end.close()
+
+    def close(self, reason: str) -> None:
+        """Send ``Goodbye(reason)`` after what is queued, then end the session."""
+        if not self._closing:
+            self._closing = reason
+            self.log.info("closing the connection of {}: {}", self.rm_id or self.peer, reason)
+            self._queue(encode(Goodbye(message=reason)), force=True)
+            self._end_output()
+
+    def shut_down(self, reason: str) -> None:
+        """Take no more calls, answer those already read, then say goodbye with
+        ``reason``: the daemon stops."""
+        if not self._closing and not self._farewell:
+            self._farewell = reason
+            self._read_scope.cancel()
+
+    def _end_output(self) -> None:
+        if not self._ended:
+            self._ended = True
+            self._out_send.send_nowait(None)
+
+    async def _read_all(self) -> None:
+        try:
+            with self._read_scope:
+                await self._read()
+        finally:
+            self._calls_send.close()  # the worker answers what came, then stops
+
+    async def _read(self) -> None:
+        reader = FrameReader(self.limits.max_frame)
+        hello = False
+        while not self._closing:
+            try:
+                data = await self.stream.receive(RECEIVE_BYTES)
+            except (anyio.EndOfStream, anyio.BrokenResourceError, OSError):
+                return
+            try:
+                bodies = reader.frames(data)
+            except WireError as exc:
+                self.close(f"{exc} (the daemon's --max-frame)")
+                return
+            for body in bodies:
+                try:
+                    message = decode_from_rm(body)
+                except WireError as exc:
+                    self.close(str(exc))
+                    return
+                if not hello:
+                    hello = True
+                    if not self._hello(message):
+                        return
+                    continue
+                if isinstance(message, CallbackReply):
+                    self._reply(message)
+                elif isinstance(message, Hello):
+                    self.close("a second hello")
+                    return
+                else:
+                    self._calls_send.send_nowait(message)
+
+    def _hello(self, message: object) -> bool:
+        if not isinstance(message, Hello):
+            self.close("the first frame must be a hello")
+            return False
+        if message.version != PROTOCOL_VERSION:
+            self.close(
+                f"protocol version {message.version} is not {PROTOCOL_VERSION}: "
+                "use a client of the same release as the daemon"
+            )
+            return False
+        token = self.server.token
+        if token and message.token != token:
+            self.close("authentication failed: wrong or missing token")
+            return False
+        self._queue(encode(Welcome()))
+        return True
+
+    async def _write(self) -> None:
+        """Send what is queued, in order: all the frames that wait go out in one send (up
+        to ``_WRITE_BYTES``), so answers to calls in flight do not cost a send each."""
+        receive = self._out_receive
+        end = False
+        async for data in receive:
+            if data is None:
+                break
+            batch = [data]
+            size = len(data)
+            while size < _WRITE_BYTES:
+                try:
+                    more = receive.receive_nowait()
+                except (anyio.WouldBlock, anyio.EndOfStream, anyio.ClosedResourceError):
+                    break
+                if more is None:
+                    end = True
+                    break
+                batch.append(more)
+                size += len(more)
+            self._backlog -= len(batch)
+            try:
+                await self.stream.send(data if len(batch) == 1 else b"".join(batch))
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+                break
+            if end:
+                break
+        if self._scope is not None:
+            self._scope.cancel()  # goodbye said (or the RM is gone): the session ends
+
+    def _queue(self, data: bytes, *, force: bool = False) -> None:
+        if self._ended:
+            return
+        if not force and self._backlog >= self.limits.max_backlog:
+            self.close(
+                f"the RM reads too slowly: {self._backlog:,} frames wait for it "
+                "(the daemon's --max-backlog)"
+            )
+            return
+        self._backlog += 1
+        self._out_send.send_nowait(data)
+
+    # ========================================================================== calls
+    async def _work(self) -> None:
+        """Run the calls in order; those already read run one after the other without a
+        turn of the event loop between them (their answers then go out together)."""
+        receive = self._calls_receive
+        while True:
+            try:
+                call = receive.receive_nowait()
+            except anyio.WouldBlock:
+                try:
+                    call = await receive.receive()
+                except (anyio.EndOfStream, anyio.ClosedResourceError):
+                    return
+            except (anyio.EndOfStream, anyio.ClosedResourceError):
+                return
+            result = await self._call(call)
+            del call  # the request and its asks are freed before the next call is read
+            self._queue(encode(result))
+
+    async def _call(self, call: Call) -> Result:
+        core = self.server.core
+        try:
+            value: Any = None
+            if isinstance(call, RegisterCall):
+                value = await self._register(call)
+            elif isinstance(call, NodeCall):
+                self.limits.check_ids("node", (n.node_id for n in call.request.nodes))
+                await core.update_node(call.request)
+            elif isinstance(call, ApplicationCall):
+                self.limits.check_ids("application", (a.application_id for a in call.request.new))
+                await core.update_application(call.request)
+            elif isinstance(call, AllocationCall):
+                self.limits.check_asks(call.request)
+                await core.update_allocation(call.request)
+            elif isinstance(call, ConfigurationCall):
+                await core.update_configuration(call.request)
+            else:
+                value = await self._query(call)
+            return Result(id=call.id, value=value)
+        except (SchedulerError, NotFoundError) as exc:
+            return Result(id=call.id, error=type(exc).__name__, message=str(exc))
+        except Exception as exc:
+            self.log.exception("call {} of {} failed", type(call).__name__, self.rm_id)
+            return Result(id=call.id, error="Error", message=f"{type(exc).__name__}: {exc}")
+
+    async def _register(self, call: RegisterCall) -> Any:
+        request = call.request
+        if not request.config and self.server.config:
+            request.config = self.server.config
+        overrides = set(call.overrides)
+        callback = _stand_in(self, overrides)
+        response = await self.server.core.register_resource_manager(request, callback)
+        self.rm_id = request.rm_id
+        self._callback = callback
+        self.server.rm_ids.add(request.rm_id)
+        self.log = self.log.bind(rm_id=self.rm_id)
+        self.log.info("resource manager {} registered from {}", self.rm_id, self.peer)
+        return response
+
+    async def _query(self, call: QueryCall) -> Any:
+        expected = _QUERIES.get(call.method)
+        if expected is None:
+            raise SchedulerError(f"unknown query {call.method!r}")
+        if len(call.args) != expected:
+            raise SchedulerError(f"{call.method} takes {expected} arguments, got {len(call.args)}")
+        if call.method == "stop_resource_manager":
+            return await self._stop(call.args[0])
+        method: Callable[..., Any] = getattr(self.server.core, call.method)
+        return await method(*call.args)
+
+    async def _stop(self, rm_id: str) -> None:
+        await stop_own_rm(self.server.core, self.rm_id, rm_id, self.log)
+
+    # ====================================================================== callbacks
+    def push(self, data: bytes) -> None:
+        self._queue(data)
+
+    async def ask_predicates(self, args: si.PredicatesArgs) -> bool:
+        if self._closing:
+            return False
+        self._next_ask += 1
+        ask_id = self._next_ask
+        event = anyio.Event()
+        self._replies[ask_id] = event
+        self._queue(encode(PredicatesAsk(id=ask_id, args=args)))
+        try:
+            with anyio.move_on_after(self.limits.predicates_timeout):
+                await event.wait()
+        finally:
+            self._replies.pop(ask_id, None)
+        return self._answers.pop(ask_id, False)
+
+    def _reply(self, reply: CallbackReply) -> None:
+        event = self._replies.get(reply.id)
+        if event is not None:
+            self._answers[reply.id] = reply.allowed
+            event.set()
+
+
+def _stand_in(session: Session, overrides: set[str]) -> ResourceManagerCallback:
+    """The RM's callback inside the core: it overrides what the RM's own callback
+    overrides, and each method hands its argument to the session."""
+    namespace: dict[str, Any] = {}
+    if "update_allocation" in overrides:
+
+        async def update_allocation(self: Any, response: si.AllocationResponse) -> None:
+            session.push(encode(AllocationPush(response=response)))
+
+        namespace["update_allocation"] = update_allocation
+    if "update_application" in overrides:
+
+        async def update_application(self: Any, response: si.ApplicationResponse) -> None:
+            session.push(encode(ApplicationPush(response=response)))
+
+        namespace["update_application"] = update_application
+    if "update_node" in overrides:
+
+        async def update_node(self: Any, response: si.NodeResponse) -> None:
+            session.push(encode(NodePush(response=response)))
+
+        namespace["update_node"] = update_node
+    if "send_event" in overrides:
+
+        async def send_event(self: Any, events: list[si.EventRecord]) -> None:
+            session.push(encode(EventsPush(events=events)))
+
+        namespace["send_event"] = send_event
+    if "predicates" in overrides:
+
+        async def predicates(self: Any, args: si.PredicatesArgs) -> bool:
+            return await session.ask_predicates(args)
+
+        namespace["predicates"] = predicates
+    if "update_container_scheduling_state" in overrides:
+
+        async def update_container_scheduling_state(
+            self: Any, request: si.UpdateContainerSchedulingStateRequest
+        ) -> None:
+            session.push(encode(SchedulingStatePush(request=request)))
+
+        namespace["update_container_scheduling_state"] = update_container_scheduling_state
+    cls = type("RemoteResourceManager", (ResourceManagerCallback,), namespace)
+    return cls()  # type: ignore[no-any-return]
+
+
+def _peer(stream: ByteStream) -> str:
+    from anyio.abc import SocketAttribute
+
+    try:
+        address = stream.extra(SocketAttribute.remote_address)
+    except Exception:
+        return "?"
+    if isinstance(address, tuple):
+        return f"{address[0]}:{address[1]}"
+    return str(address) or "unix"

@@ -1,0 +1,1 @@
+"""gangs: TODO docstring."""

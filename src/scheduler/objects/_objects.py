@@ -1,0 +1,392 @@
+"""Allocations, asks and nodes: the plain objects a partition's actors own.
+
+No anyio here: these are sync classes, testable without an event loop (STYLE 2).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from heapq import heapify, heappop, heappush, heapreplace
+from itertools import count
+from typing import ClassVar
+
+import msgspec
+
+from scheduler import si
+from scheduler.objects._gang_tags import GangSpec
+from scheduler.objects._resources import Res, Size, add_into, sub, sub_into, to_si
+
+__all__ = ["Allocation", "Ask", "Node", "NodeIndex", "Reservation", "new_uuid"]
+
+_uuid_prefix = format(id(object()) & 0xFFFFFF, "06x")
+_uuid_counter = count(1)
+
+
+def new_uuid() -> str:
+    """A process-unique allocation id, cheap enough for the hot path."""
+    return f"{_uuid_prefix}-{next(_uuid_counter)}"
+
+
+class Allocation(msgspec.Struct, gc=False, repr_omit_defaults=True):
+    """One allocation of an ask on a node. Identity (``uuid``) never changes.
+
+    A msgspec struct without GC tracking: cheap to build on the hot path, and it holds no
+    reference cycles.
+    """
+
+    uuid: str
+    allocation_key: str
+    application_id: str
+    partition: str
+    node_id: str
+    resource: Res
+    priority: int = 0
+    tags: dict[str, str] = {}
+    task_group_name: str = ""
+    placeholder: bool = False
+    request_time: float = 0.0
+    allocation_time: float = 0.0
+    # Released to the RM and waiting for its confirmation (the protocol's own in-between).
+    release_pending: si.TerminationType | None = None
+    # A permit gang member placed but not sent to the RM yet (``scheduler.gangs._permit``).
+    tentative: bool = False
+
+    def to_si(self, resource: si.Resource | None = None) -> si.Allocation:
+        """The SI message; ``resource`` is this allocation's resource already converted."""
+        return si.Allocation(
+            allocation_key=self.allocation_key,
+            allocation_tags=self.tags,
+            uuid=self.uuid,
+            resource_per_alloc=resource if resource is not None else to_si(self.resource),
+            priority=self.priority,
+            node_id=self.node_id,
+            application_id=self.application_id,
+            partition_name=self.partition,
+            task_group_name=self.task_group_name,
+            placeholder=self.placeholder,
+        )
+
+
+class Ask(msgspec.Struct, kw_only=True, gc=False, repr_omit_defaults=True):
+    """A request of an application: ``pending`` more allocations of ``resource``.
+
+    The RM proxy builds it from a checked SI ``AllocationAsk`` and hands it to the partition,
+    which numbers it (``seq``, for age order), stamps ``created`` and then owns it.
+    ``resource`` is read-only: asks of the same resource share one map (and ``size``).
+    """
+
+    allocation_key: str
+    application_id: str
+    resource: Res
+    max_allocations: int = 1
+    priority: int = 0
+    tags: dict[str, str] = {}
+    task_group_name: str = ""
+    placeholder: bool = False
+    originator: bool = False
+    execution_timeout_ms: int = 0
+    required_node: str = ""
+    # A real ask of a task group that no placeholder can take (its own was too small): it
+    # is scheduled as a normal ask.
+    no_replace: bool = False
+    # The permit gang it is a member of (its tags), and that gang's creation time.
+    gang: GangSpec | None = None
+    gang_time: float = 0.0
+    created: float = 0.0
+    seq: int = 0
+    pending: int = -1  # allocations still wanted; starts at max_allocations
+    size: Size = ()  # the resource as a hashable value
+
+    def __post_init__(self) -> None:
+        if self.pending < 0:
+            self.pending = self.max_allocations
+        if not self.size:
+            self.size = tuple(self.resource.items())
+
+
+class Node:
+    """A node of a partition: capacity, what other schedulers occupy, and our allocations."""
+
+    __slots__ = (
+        "allocated",
+        "allocations",
+        "attributes",
+        "available",
+        "capacity",
+        "index_factors",
+        "index_key",
+        "index_rank",
+        "node_id",
+        "occupied",
+        "reserved",
+        "schedulable",
+    )
+
+    def __init__(
+        self,
+        node_id: str,
+        capacity: Res,
+        occupied: Res | None = None,
+        attributes: Mapping[str, str] | None = None,
+    ) -> None:
+        self.node_id = node_id
+        self.capacity = capacity
+        self.occupied = occupied or {}
+        self.attributes = dict(attributes) if attributes else {}
+        self.allocated: Res = {}
+        self.allocations: dict[str, Allocation] = {}
+        self.schedulable = True
+        self.available: Res = {}
+        # Its live entry in the NodeIndex heap (None: not indexed) and its rank by node id.
+        self.index_key: int | None = None
+        self.index_rank = 0
+        # Its NodeIndex's (resource name, weight / (capacity * total weight)) pairs.
+        self.index_factors: tuple[tuple[str, float], ...] = ()
+        # The one reservation on this node (a scheduler.Reservation), or None.
+        self.reserved: Reservation | None = None
+        self.refresh_available()
+
+    def refresh_available(self) -> None:
+        avail = sub(self.capacity, self.occupied)
+        sub_into(avail, self.allocated)
+        self.available = avail
+
+    def add_allocation(self, alloc: Allocation) -> None:
+        self.allocations[alloc.uuid] = alloc
+        allocated = self.allocated
+        available = self.available
+        for name, v in alloc.resource.items():
+            allocated[name] = allocated.get(name, 0) + v
+            left = available.get(name, 0) - v
+            if left:
+                available[name] = left
+            else:
+                available.pop(name, None)
+
+    def overcommitted(self) -> bool:
+        """It holds more of some resource than its capacity."""
+        capacity = self.capacity
+        for name, v in self.allocated.items():
+            if v > capacity.get(name, 0):
+                return True
+        return False
+
+    def swap_allocation(self, uuid: str, alloc: Allocation) -> None:
+        """Put ``alloc`` in the place of allocation ``uuid`` of the same resource."""
+        del self.allocations[uuid]
+        self.allocations[alloc.uuid] = alloc
+
+    def remove_allocation(self, uuid: str) -> Allocation | None:
+        alloc = self.allocations.pop(uuid, None)
+        if alloc is not None:
+            sub_into(self.allocated, alloc.resource)
+            add_into(self.available, alloc.resource)
+        return alloc
+
+    def __repr__(self) -> str:
+        return (
+            f"<Node {self.node_id} allocations={len(self.allocations)} available={self.available}>"
+        )
+
+
+class Reservation:
+    """A node held for one ask that fits the node but not its free room (YuniKorn's).
+
+    While reserved the node takes no other allocation; the ask gets it as soon as enough
+    frees up, or any other node that fits first.
+    """
+
+    __slots__ = ("application_id", "ask", "node", "since")
+
+    def __init__(self, application_id: str, ask: Ask, node: Node, since: float) -> None:
+        self.application_id = application_id
+        self.ask = ask
+        self.node = node
+        self.since = since
+
+    def __repr__(self) -> str:
+        return (
+            f"<Reservation {self.node.node_id} for {self.application_id}/{self.ask.allocation_key}>"
+        )
+
+
+DEFAULT_WEIGHTS: dict[str, float] = {"vcore": 1.0, "memory": 1.0}
+
+
+class NodeIndex:
+    """Schedulable nodes in the order a node sorting policy prefers them.
+
+    ``fair`` puts the least used node first; ``binpacking`` the most used; nodes of equal
+    score in node id order (YuniKorn's node collection). Nodes sit in a binary heap, so
+    choosing a node never scans every node and a node whose usage changes costs one
+    O(log n) push (``heapq`` is C). A heap entry is one integer: the node's score, in
+    steps of 2**-32, above the node's rank among the node ids (``_RANK_BITS``), so entries
+    compare as fast as integers do and carry no tuple. The heap is lazy: a node's live
+    entry equals ``node.index_key``; entries a node left behind (older keys, removed
+    nodes) are dropped when they reach the top, and the heap is rebuilt when stale entries
+    outnumber live ones.
+
+    Ranks follow node id order: a node whose id sorts after every other takes the next
+    rank; any other new node has every node ranked again (once, before the index is next
+    used), which a batch of new nodes pays once.
+    """
+
+    POLICIES: ClassVar[tuple[str, ...]] = ("fair", "binpacking")  # ClassVar: mypyc reads it
+
+    def __init__(self, policy: str = "fair", weights: Mapping[str, float] | None = None) -> None:
+        if policy not in self.POLICIES:
+            raise ValueError(f"unknown node sorting policy {policy!r}")
+        self.policy = policy
+        self.weights = dict(weights) if weights else dict(DEFAULT_WEIGHTS)
+        self._binpacking = policy == "binpacking"
+        self._heap: list[int] = []
+        self.by_id: dict[str, Node] = {}  # the indexed nodes (read-only outside)
+        self._by_rank: dict[int, Node] = {}
+        self._next_rank = 0
+        self._last_id = ""  # the greatest node id ranked so far
+        self._rerank = False  # a node came in out of id order: rank them all again
+
+    def _set_factors(self, node: Node) -> None:
+        weights = [(n, w, node.capacity.get(n, 0)) for n, w in self.weights.items()]
+        present = [(n, w, c) for n, w, c in weights if c > 0]
+        total = sum(w for _, w, _ in present)
+        # (resource name, weight / (capacity * total weight)) for the weighted resources
+        # the node has, kept on the node, so a score is one short sum.
+        node.index_factors = tuple((n, w / (c * total)) for n, w, c in present)
+
+    def _key(self, node: Node) -> int:
+        allocated = node.allocated
+        used = 0.0
+        for name, factor in node.index_factors:
+            used += allocated.get(name, 0) * factor
+        score = int((1.0 - used if self._binpacking else used) * _SCORE_STEPS)
+        return (score << _RANK_BITS) + node.index_rank
+
+    def _push(self, node: Node, key: int) -> None:
+        node.index_key = key
+        heap = self._heap
+        heappush(heap, key)
+        if len(heap) > 2 * len(self.by_id) + 64:
+            self._rebuild()
+
+    def _rebuild(self) -> None:
+        self._heap = [n.index_key for n in self.by_id.values() if n.index_key is not None]
+        heapify(self._heap)
+
+    def _rank(self, node: Node) -> None:
+        if node.node_id > self._last_id and self._next_rank < _MAX_RANK:
+            node.index_rank = self._next_rank
+            self._next_rank += 1
+            self._last_id = node.node_id
+            self._by_rank[node.index_rank] = node
+        else:
+            self._rerank = True
+
+    def _rank_all(self) -> None:
+        """Rank every node by id again and rebuild the heap (a node came in out of order)."""
+        self._rerank = False
+        by_rank: dict[int, Node] = {}
+        for rank, node_id in enumerate(sorted(self.by_id)):
+            node = self.by_id[node_id]
+            node.index_rank = rank
+            node.index_key = self._key(node)
+            by_rank[rank] = node
+        self._by_rank = by_rank
+        self._next_rank = len(by_rank)
+        self._last_id = max(self.by_id, default="")
+        self._rebuild()
+
+    def refresh(self, node: Node) -> None:
+        """Re-sort ``node`` after its capacity changed."""
+        if node.index_key is not None:
+            self._set_factors(node)
+            if not self._rerank:
+                self._push(node, self._key(node))
+
+    def add(self, node: Node) -> None:
+        if node.node_id in self.by_id:
+            self.update(node)
+            return
+        self.by_id[node.node_id] = node
+        self._set_factors(node)
+        self._rank(node)
+        if self._rerank:
+            node.index_key = 0  # indexed; its key comes with the ranking
+        else:
+            self._push(node, self._key(node))
+
+    def discard(self, node: Node) -> None:
+        if self.by_id.pop(node.node_id, None) is not None:
+            node.index_key = None
+            node.index_factors = ()
+            if self._by_rank.get(node.index_rank) is node:
+                del self._by_rank[node.index_rank]
+
+    def update(self, node: Node) -> None:
+        """Re-sort ``node`` after its usage changed."""
+        old = node.index_key
+        if old is None or self._rerank:
+            return  # not indexed, or every key is made again before the next use
+        key = self._key(node)
+        if key != old:
+            heap = self._heap
+            if heap and heap[0] == old:
+                # Usually the node just allocated to is the top: one sift instead of a push
+                # now and a pop of the stale entry later.
+                node.index_key = key
+                heapreplace(heap, key)
+            else:
+                self._push(node, key)
+
+    def __iter__(self) -> Iterator[Node]:
+        if self._rerank:
+            self._rank_all()
+        by_rank = self._by_rank
+        for key in sorted(n.index_key for n in self.by_id.values() if n.index_key is not None):
+            yield by_rank[key & _RANK_MASK]
+
+    def first_fit(
+        self, size: Size, exclude: set[str] | frozenset[str] = frozenset()
+    ) -> Node | None:
+        """The first node in policy order, not in ``exclude``, with ``size`` (a resource as
+        ``Ask.size`` holds it: name and quantity pairs) available."""
+        if self._rerank:
+            self._rank_all()
+        heap = self._heap
+        by_rank = self._by_rank
+        held: list[int] = []
+        found = None
+        while heap:
+            key = heap[0]
+            node = by_rank.get(key & _RANK_MASK)
+            if node is None or node.index_key != key:
+                heappop(heap)  # left behind by a move or a removal
+                continue
+            if not (exclude and node.node_id in exclude):
+                available = node.available
+                for name, v in size:
+                    if v > available.get(name, 0):
+                        break
+                else:
+                    found = node
+                    break
+            held.append(heappop(heap))
+        for key in held:
+            heappush(heap, key)
+        return found
+
+    def nodes(self) -> Iterable[Node]:
+        """The indexed nodes in no particular order."""
+        return self.by_id.values()
+
+    def __len__(self) -> int:
+        return len(self.by_id)
+
+    def __contains__(self, node_id: object) -> bool:
+        return node_id in self.by_id
+
+
+_SCORE_STEPS = 1 << 32  # a score (a fraction of the node used) in steps of 2**-32
+_RANK_BITS = 32
+_MAX_RANK = 1 << _RANK_BITS
+_RANK_MASK = _MAX_RANK - 1
