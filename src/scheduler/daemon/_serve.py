@@ -2,8 +2,8 @@
 
 One process, one event loop: the core (``start_scheduler``), the native transport's
 listener (``scheduler.daemon._native``), the REST API (``scheduler.daemon._rest`` under
-uvicorn, on a socket bound here), the configuration watcher, and the signal handler, all tasks of one
-task group. SIGTERM or SIGINT: stop taking connections and HTTP requests, let every RM's
+uvicorn, on a socket bound here), the configuration watcher, and the signal handler, all
+tasks of one task group. SIGTERM or SIGINT: stop taking connections and HTTP requests, let every RM's
 calls and the requests in flight finish, say goodbye to the RMs, stop the core, exit 0
 (within ``grace`` seconds).
 

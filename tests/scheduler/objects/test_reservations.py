@@ -7,7 +7,7 @@ import pytest
 
 from scheduler import si
 
-from .conftest import Driver, app, ask, node
+from ..conftest import Driver, app, ask, node
 
 pytestmark = pytest.mark.asyncio
 

@@ -53,7 +53,7 @@ partitions:
                 resources:
                   guaranteed: {memory: 16Gi, vcore: 4}
 """
-SCREENSHOT = Path(__file__).parents[2] / "bench" / "results" / "web_page.png"
+SCREENSHOT = Path(__file__).parents[3] / "bench" / "results" / "web_page.png"
 
 
 def chromium() -> str:

@@ -15,7 +15,7 @@ import scheduler
 from scheduler import si
 from scheduler.testing import ManualClock, RecordingCallback
 
-from .conftest import Driver, ask, node
+from ..conftest import Driver, ask, node
 from .test_gang import REPLACED, TIMEOUT, confirm, placed_gang, reals, released
 
 pytestmark = pytest.mark.asyncio

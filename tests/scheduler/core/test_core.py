@@ -11,7 +11,7 @@ import scheduler
 from scheduler import si
 from scheduler.testing import ManualClock, RecordingCallback
 
-from .conftest import QUEUES, RM, Driver, app, ask, node
+from ..conftest import QUEUES, RM, Driver, app, ask, node
 
 pytestmark = pytest.mark.asyncio
 

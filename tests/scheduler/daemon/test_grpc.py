@@ -22,7 +22,7 @@ from scheduler.si import si_pb2 as pb
 from scheduler.testing import ManualClock, RecordingCallback, Scenario
 
 from .test_daemon import QUEUES, REPLACED, Daemon, gang_story
-from .test_si import SPEC_FIELDS
+from ..si.test_si import SPEC_FIELDS
 
 # ===================================================================== the codec
 Q = si.Quantity

@@ -13,7 +13,7 @@ import scheduler
 from scheduler import si
 from scheduler.testing import ManualClock
 
-from .conftest import Driver
+from ..conftest import Driver
 
 pytestmark = pytest.mark.asyncio
 

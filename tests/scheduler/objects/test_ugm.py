@@ -10,8 +10,8 @@ import scheduler
 from scheduler import si
 from scheduler.testing import ManualClock
 
-from .conftest import RM, Driver, ask, node
-from .test_gang import REPLACED, confirm, placeholders, reals, released
+from ..conftest import RM, Driver, ask, node
+from ..gangs.test_gang import REPLACED, confirm, placeholders, reals, released
 
 pytestmark = pytest.mark.asyncio
 

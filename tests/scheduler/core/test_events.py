@@ -21,7 +21,7 @@ from scheduler.daemon import _rest
 from scheduler.daemon._rest import event_record, make_app
 from scheduler.testing import ErrorWatch, RecordingCallback, Scenario, gang_tags, start_scenario
 
-from .test_rest import conforms
+from ..daemon.test_rest import conforms
 
 Json = Any
 APP = si.EventRecordType.APP

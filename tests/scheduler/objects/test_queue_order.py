@@ -14,7 +14,7 @@ import pytest
 
 from scheduler import si
 
-from .conftest import RM, Driver, app, ask, node
+from ..conftest import RM, Driver, app, ask, node
 
 pytestmark = pytest.mark.asyncio
 

@@ -15,7 +15,7 @@ import pytest
 
 from scheduler import si
 
-from .conftest import Driver, app, ask, node
+from ..conftest import Driver, app, ask, node
 from .test_gang import REPLACED, confirm, ph_data, placed_gang, reals, released
 
 pytestmark = pytest.mark.asyncio

@@ -37,7 +37,7 @@ from scheduler.objects._partition import Partition
 from scheduler.objects._queue import QueueStatus
 from scheduler.testing import ManualClock, RecordingCallback
 
-from .conftest import RM, Driver, app, ask, node
+from ..conftest import RM, Driver, app, ask, node
 
 pytestmark = pytest.mark.asyncio
 

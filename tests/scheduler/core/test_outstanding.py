@@ -16,7 +16,7 @@ import scheduler
 from scheduler import si
 from scheduler.testing import ManualClock, RecordingCallback
 
-from .conftest import RM, Driver, app, ask, node
+from ..conftest import RM, Driver, app, ask, node
 
 pytestmark = pytest.mark.asyncio
 

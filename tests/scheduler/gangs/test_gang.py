@@ -14,7 +14,7 @@ import pytest
 from scheduler import si
 from scheduler.testing import RecordingCallback, Scenario, start_scenario
 
-from .conftest import QUEUES, Driver, app, ask, node
+from ..conftest import QUEUES, Driver, app, ask, node
 
 pytestmark = pytest.mark.asyncio
 

@@ -16,7 +16,7 @@ import pytest
 import scheduler
 from scheduler import si
 
-from .conftest import Driver, app, ask, node
+from ..conftest import Driver, app, ask, node
 from .test_gang import (
     REPLACED,
     TIMEOUT,

@@ -22,7 +22,7 @@ import scheduler
 from scheduler import si
 from scheduler.testing import ManualClock, RecordingCallback
 
-from .conftest import RM, Driver, app, ask, node
+from ..conftest import RM, Driver, app, ask, node
 
 INT64_MAX = 2**63 - 1
 

@@ -12,7 +12,7 @@ import pytest
 
 from scheduler import si
 
-from .conftest import QUEUES, RM, Driver, app, ask, node
+from ..conftest import QUEUES, RM, Driver, app, ask, node
 
 pytestmark = pytest.mark.asyncio
 

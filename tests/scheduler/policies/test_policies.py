@@ -15,7 +15,7 @@ from loguru import logger
 
 from scheduler import si
 
-from .conftest import RM, Driver, app, ask, node
+from ..conftest import RM, Driver, app, ask, node
 
 pytestmark = pytest.mark.asyncio
 

@@ -67,7 +67,7 @@ import scheduler
 from scheduler import si
 from scheduler.testing import ManualClock, RecordingCallback
 
-from .conftest import Driver, app, ask, node
+from ..conftest import Driver, app, ask, node
 from .test_gang import REPLACED, TIMEOUT, confirm, gang_app, placeholders, reals
 
 # Two limited queues (so gangs sometimes wait for quota), an unlimited one, and a fair one
