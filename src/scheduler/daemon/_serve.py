@@ -1,11 +1,11 @@
 """``scheduler serve``: the core as a long-lived daemon that RMs reach over the network.
 
-One process, one event loop: the core (``start_scheduler``), the native transport's
-listener (``scheduler.daemon._native``), the REST API (``scheduler.daemon._rest`` under
-uvicorn, on a socket bound here), the configuration watcher, and the signal handler, all
-tasks of one task group. SIGTERM or SIGINT: stop taking connections and HTTP requests, let every RM's
-calls and the requests in flight finish, say goodbye to the RMs, stop the core, exit 0
-(within ``grace`` seconds).
+One process, one event loop: the core (``start_scheduler``), the native transport's listener
+(``scheduler.daemon._native``), the REST API (``scheduler.daemon._rest`` under uvicorn, on a
+socket bound here), the configuration watcher, and the signal handler, all tasks of one task
+group. SIGTERM or SIGINT: stop taking connections and HTTP requests, let every RM's calls
+and the requests in flight finish, say goodbye to the RMs, stop the core, exit 0 (within
+``grace`` seconds).
 
 The configuration file (``--config``) is what an RM that registers without one gets, and
 is watched: a change is checked first (``parse_config``) and, if valid, applied to every RM

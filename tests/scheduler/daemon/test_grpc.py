@@ -21,8 +21,8 @@ from scheduler.si import _grpc_codec as codec
 from scheduler.si import si_pb2 as pb
 from scheduler.testing import ManualClock, RecordingCallback, Scenario
 
-from .test_daemon import QUEUES, REPLACED, Daemon, gang_story
 from ..si.test_si import SPEC_FIELDS
+from .test_daemon import QUEUES, REPLACED, Daemon, gang_story
 
 # ===================================================================== the codec
 Q = si.Quantity
