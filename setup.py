@@ -25,25 +25,31 @@ from setuptools import setup
 # values against their declared types, and compiled code raises TypeError at the first
 # wrongly typed value instead), the actor runtime (``src/actors``: a msgspec Struct whose
 # annotations a compiled module cannot resolve, mixins), the modules mypyc rejects as
-# written (``_app_actor``/``_gang`` mixins, ``_core``'s async generator) and those that run
+# written (the ``core._app_actor``/``gangs._placeholders`` mixins, ``core._core``'s async
+# generator) and those that run
 # once (config, CLI, views).
 COMPILED = [
-    "scheduler/core/_pass.py",
-    "scheduler/objects/_objects.py",
-    "scheduler/objects/_queue.py",
-    "scheduler/objects/_application.py",
+    # objects: the domain the pass reads and changes
     "scheduler/objects/_resources.py",
+    "scheduler/objects/_objects.py",
+    "scheduler/objects/_application.py",
+    "scheduler/objects/_queue.py",
+    "scheduler/objects/_priority.py",
+    "scheduler/objects/_ugm.py",
+    "scheduler/objects/_reservations.py",
     "scheduler/objects/_outbox.py",
     "scheduler/objects/_partition.py",
-    "scheduler/objects/_reservations.py",
+    # policies and config: placement, quantities
+    "scheduler/policies/_placement.py",
+    "scheduler/config/_quantity.py",
+    # core: the pass, the partition (a subclass of the compiled PartitionState must be
+    # compiled too), events, and the small actors
+    "scheduler/core/_pass.py",
+    "scheduler/core/_partition.py",
     "scheduler/core/_outstanding.py",
     "scheduler/core/_events.py",
     "scheduler/core/_queue_actor.py",
-    "scheduler/objects/_ugm.py",
-    "scheduler/objects/_priority.py",
-    "scheduler/config/_quantity.py",
     "scheduler/core/_callback_actor.py",
-    "scheduler/policies/_placement.py",
 ]
 
 

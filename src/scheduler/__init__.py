@@ -21,8 +21,7 @@ from loguru import logger as _logger
 
 from scheduler._errors import ConfigError, NotFoundError, SchedulerError
 from scheduler.config._timeouts import Timeouts
-from scheduler.core._core import Core, start_scheduler
-from scheduler.core._gc import tune_gc
+from scheduler.core import Core, start_scheduler, tune_gc
 from scheduler.si._callback import ResourceManagerCallback
 
 _logger.disable("scheduler")  # a library adds no sinks and stays quiet unless enabled

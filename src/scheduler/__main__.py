@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from scheduler import tune_gc
 from scheduler.cli._app import main as run_cli
-from scheduler.core._gc import tune_gc
 
 
 def main() -> int:

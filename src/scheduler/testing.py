@@ -24,7 +24,7 @@ from loguru import logger
 from actors import ManualClock
 from scheduler import si
 from scheduler.client import RemoteCore
-from scheduler.core._core import Core, start_scheduler
+from scheduler.core import Core, start_scheduler
 from scheduler.si._callback import ResourceManagerCallback
 
 __all__ = [

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from scheduler import si
-from scheduler.core._core import Core, start_scheduler
+from scheduler.core import Core, start_scheduler
 from scheduler.testing import ManualClock, RecordingCallback
 
 __all__ = ["Report", "Section", "demo_steps", "run_demo"]

@@ -31,8 +31,8 @@ from scheduler.objects._application import AppEvent, Application, AppState
 from scheduler.objects._resources import Res
 
 if TYPE_CHECKING:
+    from scheduler.core._partition import Partition
     from scheduler.objects._objects import Allocation, Ask
-    from scheduler.objects._partition import Partition
 
 __all__ = ["ApplicationActor"]
 
@@ -56,6 +56,8 @@ class ApplicationActor(GangFlows, Actor):
 
     Its gang flows are in ``GangFlows`` (``scheduler.gangs._placeholders``).
     """
+
+    partition: Partition  # the core's: GangFlows needs only its ``PartitionState``
 
     def __init__(self, partition: Partition, app: Application) -> None:
         self.partition = partition
@@ -89,6 +91,18 @@ class ApplicationActor(GangFlows, Actor):
                     f"application {self.app.application_id}: unexpected {message!r}"
                 )
         return None
+
+    def placeholder_timer_after(self, delay: float) -> TimerHandle:
+        """The gang's placeholder timeout: ``PlaceholderTimer`` to this actor after ``delay``."""
+        return self.actor_system.timers.after(
+            delay, PlaceholderTimer(application_id=self.app.application_id), to=self.actor_ref
+        )
+
+    def handshake_timer_after(self, delay: float) -> TimerHandle:
+        """The bound of the open handshakes: ``HandshakesDue`` to this actor after ``delay``."""
+        return self.actor_system.timers.after(
+            delay, HandshakesDue(application_id=self.app.application_id), to=self.actor_ref
+        )
 
     # ============================================================================= asks
     def update_asks(self, asks: tuple[Ask, ...]) -> None:

@@ -13,8 +13,8 @@ from scheduler._errors import SchedulerError
 from scheduler.core._events import CheckPredicates, Outbound
 
 if TYPE_CHECKING:
-    from scheduler import ResourceManagerCallback
     from scheduler.core._event_log import EventLog
+    from scheduler.si._callback import ResourceManagerCallback
 
 __all__ = ["CallbackActor"]
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import inspect
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -30,7 +29,7 @@ from scheduler.core._events import ConfigUpdated, Query
 from scheduler.core._partition_actor import PartitionActor
 from scheduler.core._proxy import RMProxy, RMRecord, check_rm_id
 from scheduler.core._views import config_info
-from scheduler.si._callback import ResourceManagerCallback
+from scheduler.si._callback import ResourceManagerCallback, check_callback, overrides
 
 __all__ = ["PAUSED", "RUNNING", "STOPPED", "Core", "start_scheduler"]
 
@@ -41,34 +40,6 @@ RUNNING = "Running"
 PAUSED = "Paused"
 STOPPED = "Stopped"
 _STOPPED_KEPT = 1000  # Stopped RMs remembered for get_resource_managers()
-
-_CALLBACK_METHODS = (
-    "update_allocation",
-    "update_application",
-    "update_node",
-    "predicates",
-    "send_event",
-    "update_container_scheduling_state",
-)
-
-
-def _check_callback(callback: object) -> None:
-    """Refuse what cannot be called back: a class instead of an instance, or an object
-    without the contract's coroutine methods (YuniKorn's RM takes an object, never a type)."""
-    if isinstance(callback, type):
-        name = callback.__qualname__
-        raise SchedulerError(
-            f"the callback is the class {name}, not an instance: pass {name}(), not {name}"
-        )
-    missing = [
-        m for m in _CALLBACK_METHODS if not inspect.iscoroutinefunction(getattr(callback, m, None))
-    ]
-    if missing:
-        raise SchedulerError(
-            f"the callback {type(callback).__qualname__} lacks the coroutine methods "
-            f"{', '.join(missing)}: subclass scheduler.ResourceManagerCallback and override "
-            "what you need with 'async def'"
-        )
 
 
 class _Registration:
@@ -186,7 +157,7 @@ class Core:
                 f"expected si.RegisterResourceManagerRequest, got {type(request).__name__}"
             )
         rm_id = check_rm_id(request.rm_id)
-        _check_callback(callback)
+        check_callback(callback)
         config = parse_config(_config_text(request.config))
         for other, reg in self._registrations.items():
             if other == rm_id:
@@ -226,8 +197,8 @@ class Core:
         gen = self._generation
         callback_actor = CallbackActor(rm_id, callback, self._events)
         callback_ref = self.system.spawn(callback_actor, name=f"rm:{rm_id}#{gen}/callback")
-        self._predicates[rm_id] = _overrides(callback, "predicates")
-        self._outstanding[rm_id] = _overrides(callback, "update_container_scheduling_state")
+        self._predicates[rm_id] = overrides(callback, "predicates")
+        self._outstanding[rm_id] = overrides(callback, "update_container_scheduling_state")
         record = RMRecord(rm_id, callback_ref)
         actors: dict[str, PartitionActor] = {}
         for pconf in config.partitions:
@@ -447,6 +418,12 @@ class Core:
         except ActorDeadError:
             raise SchedulerError("the scheduler core has stopped") from None
 
+    async def query(self, partition: str, kind: str) -> Any:
+        """What one partition answers to the query ``kind`` (``nodes``, ``applications``,
+        ``users``, ``groups``, ...): the REST list endpoints read only what they answer,
+        never the whole state dump. An unknown partition raises ``NotFoundError``."""
+        return await self._ask(self._partition_ref(partition), Query(kind=kind))
+
     async def get_partitions(self) -> list[dict[str, Any]]:
         """Every partition, as ``GET /ws/v1/partitions`` shows it."""
         refs = [
@@ -551,14 +528,6 @@ class Core:
 
     def __repr__(self) -> str:
         return f"<Core rms={sorted(self._registrations)} {self.system!r}>"
-
-
-def _overrides(callback: object, name: str) -> bool:
-    """The RM's callback has its own ``name``. An RM that keeps the default ``predicates``
-    is never asked, and one that keeps the default ``update_container_scheduling_state``
-    costs no inspection of outstanding requests."""
-    method = getattr(type(callback), name, None)
-    return method is not getattr(ResourceManagerCallback, name)
 
 
 def _stats(stats: Any) -> dict[str, Any]:

@@ -36,10 +36,10 @@ from scheduler.objects._application import AppState
 
 if TYPE_CHECKING:
     from actors import TimerHandle
+    from scheduler.core._partition import Partition
     from scheduler.core._pass import Scheduler
     from scheduler.objects._application import Application
     from scheduler.objects._objects import Ask
-    from scheduler.objects._partition import Partition
     from scheduler.objects._queue import Queue
     from scheduler.objects._resources import Res
     from scheduler.objects._ugm import Charge

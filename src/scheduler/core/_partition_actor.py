@@ -50,11 +50,11 @@ from scheduler.core._events import (
     Retire,
 )
 from scheduler.core._outstanding import InspectOutstanding, OutstandingRequests
+from scheduler.core._partition import Partition
 from scheduler.core._pass import Scheduler
 from scheduler.core._queue_actor import QueueActor
 from scheduler.objects._application import Application
 from scheduler.objects._objects import Allocation, Ask, Node, NodeIndex
-from scheduler.objects._partition import Partition
 from scheduler.objects._queue import Queue
 from scheduler.objects._ugm import UserGroupManager
 from scheduler.policies._placement import gang_problem, place

@@ -18,8 +18,8 @@ from scheduler.objects._objects import Allocation, Ask, Node, new_uuid
 from scheduler.objects._resources import Size, fits, fits_under_max, to_si_shared
 
 if TYPE_CHECKING:
+    from scheduler.core._partition import Partition
     from scheduler.gangs._permit import Gang
-    from scheduler.objects._partition import Partition
     from scheduler.objects._queue import Queue
     from scheduler.objects._ugm import Charge
 

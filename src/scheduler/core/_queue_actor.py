@@ -10,7 +10,7 @@ from scheduler.core._events import ChildQueueRemoved, ConfigureQueue, QueueEmpti
 from scheduler.objects._queue import Queue, QueueStatus
 
 if TYPE_CHECKING:
-    from scheduler.objects._partition import Partition
+    from scheduler.core._partition import Partition
 
 __all__ = ["QueueActor"]
 

@@ -40,7 +40,7 @@ from scheduler.si._callback import ResourceManagerCallback
 from scheduler.si._grpc_codec import from_proto_of, to_proto_of
 
 if TYPE_CHECKING:
-    from scheduler.core._core import Core
+    from scheduler.core import Core
     from scheduler.daemon._native import NativeServer
 
 __all__ = ["CALLBACKS_KEY", "ERROR_KEY", "SESSION_KEY", "TOKEN_KEY", "GrpcServer"]

@@ -15,9 +15,14 @@ from prometheus_client.core import (
     Metric,
 )
 
-from scheduler.core._counters import ATTEMPTS, LATENCY_BUCKETS, SUBMISSIONS, SchedulingCounters
+from scheduler.core import (
+    ATTEMPTS,
+    LATENCY_BUCKETS,
+    SUBMISSIONS,
+    AppState,
+    SchedulingCounters,
+)
 from scheduler.daemon._health import Dump, each_app, each_node, partition_name, walk_queue
-from scheduler.objects._application import AppState
 
 __all__ = [
     "LATENCY_BUCKETS",

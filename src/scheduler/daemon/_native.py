@@ -51,7 +51,7 @@ from scheduler.si._wire import (
 )
 
 if TYPE_CHECKING:
-    from scheduler.core._core import Core
+    from scheduler.core import Core
     from scheduler.si._wire import Call
 
 __all__ = ["Limits", "NativeServer"]

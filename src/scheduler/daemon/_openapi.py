@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 from scheduler.config._parser import QUEUE_NAME_RE
-from scheduler.objects._application import TERMINAL_STATES, AppState
+from scheduler.core import TERMINAL_STATES, AppState
 
 __all__ = ["ACTIVE_STATUSES", "APPLICATION_STATES", "openapi_document"]
 

@@ -51,13 +51,10 @@ from starlette.types import Receive, Scope, Send
 from scheduler import si
 from scheduler._errors import NotFoundError, SchedulerError
 from scheduler.config._parser import QUEUE_NAME_RE
-from scheduler.core._core import Core
-from scheduler.core._event_log import DEFAULT_SUBSCRIBER_LIMIT, Subscription
-from scheduler.core._events import Query
+from scheduler.core import DEFAULT_SUBSCRIBER_LIMIT, AppState, Core, Subscription
 from scheduler.daemon._health import Dump, health_status, partition_name
 from scheduler.daemon._metrics import CoreCollector
 from scheduler.daemon._openapi import ACTIVE_STATUSES, APPLICATION_STATES, openapi_document
-from scheduler.objects._application import AppState
 
 __all__ = ["aggregated_state", "make_app"]
 
@@ -128,10 +125,10 @@ class _Api:
         self.registry.register(self.collector)
 
     async def _part(self, request: Request, kind: str) -> Any:
-        """What one partition's actor answers to ``Query(kind)``: only what a list
+        """What one partition answers to the query ``kind``: only what a list
         endpoint reads, never the whole state dump (a 404 for an unknown partition)."""
         core, name = self.core, request.path_params["partition"]
-        return await core._ask(core._partition_ref(name), Query(kind=kind))
+        return await core.query(name, kind)
 
     async def partitions(self, request: Request) -> Response:
         return JSONResponse(await self.core.get_partitions())

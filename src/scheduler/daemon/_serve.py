@@ -36,7 +36,7 @@ from scheduler import si
 from scheduler._errors import ConfigError, SchedulerError
 from scheduler.config._parser import parse_config
 from scheduler.config._timeouts import Timeouts
-from scheduler.core._core import start_scheduler
+from scheduler.core import start_scheduler
 from scheduler.daemon._native import Limits, NativeServer
 from scheduler.daemon._rest import make_app
 from scheduler.daemon._tls import QuietTLSListener, ServerTLS, load_server_tls

@@ -38,7 +38,7 @@ from scheduler.objects._resources import Res, add_into, fits, fits_under_max, su
 if TYPE_CHECKING:
     from scheduler.objects._application import Application
     from scheduler.objects._objects import Allocation, Ask
-    from scheduler.objects._partition import Partition
+    from scheduler.objects._partition import PartitionState
     from scheduler.objects._queue import Queue
 
 __all__ = ["Gang", "GangGroup", "PermitGangs"]
@@ -157,7 +157,7 @@ class PermitGangs:
     runs.
     """
 
-    def __init__(self, partition: Partition) -> None:
+    def __init__(self, partition: PartitionState) -> None:
         self.partition = partition
         self.gangs: dict[str, Gang] = {}
         self.groups: dict[str, GangGroup] = {}  # by every gang id of the group

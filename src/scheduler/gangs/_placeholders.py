@@ -12,12 +12,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import msgspec
-
 from actors import Promise, TimerHandle
 from scheduler import si
-from scheduler.core._events import HandshakesDue, PlaceholderTimer
-from scheduler.objects._application import AppEvent, AppState, TaskGroup
+from scheduler.objects._application import AppEvent, AppState, Replacement, TaskGroup
 from scheduler.objects._objects import Allocation, Ask, new_uuid
 from scheduler.objects._resources import add_into, fits, sub_into, to_si_shared
 from scheduler.policies._placement import show
@@ -30,32 +27,12 @@ if TYPE_CHECKING:
 
     from actors import ActorRef, ActorSystem
     from scheduler.objects._application import Application
-    from scheduler.objects._partition import Partition
+    from scheduler.objects._partition import PartitionState
 
-__all__ = ["GangFlows", "Replacement"]
+__all__ = ["REPLACED", "TIMEOUT", "GangFlows"]
 
 REPLACED = si.TerminationType.PLACEHOLDER_REPLACED
 TIMEOUT = si.TerminationType.TIMEOUT
-
-
-class Replacement(msgspec.Struct, gc=False):
-    """A handshake in flight: ``placeholder`` was released to the RM for real ``ask``.
-
-    ``confirmed`` settles True when the RM confirms the release, False when the
-    placeholder went some other way; ``cancelled`` is set when the application no longer
-    wants the real allocation (a Hard timeout). Not tracked by the garbage collector: it
-    is dropped when its handshake ends.
-    """
-
-    placeholder: Allocation
-    ask: Ask
-    confirmed: Promise[bool]
-    started: float
-    cancelled: bool = False
-    overdue: bool = False
-
-    def __repr__(self) -> str:
-        return f"<Replacement {self.placeholder.uuid} for {self.ask.allocation_key}>"
 
 
 class GangFlows:
@@ -64,7 +41,7 @@ class GangFlows:
     handlers of the actor."""
 
     app: Application
-    partition: Partition
+    partition: PartitionState
     placeholder_timer: TimerHandle | None  # the placeholder timeout, once one is placed
     handshake_timer: TimerHandle | None  # watches the bound of the open handshakes
 
@@ -74,6 +51,10 @@ class GangFlows:
         log: Logger
 
         def run_handler(self, coro: Coroutine[Any, Any, Any]) -> None: ...
+
+        def placeholder_timer_after(self, delay: float) -> TimerHandle: ...
+
+        def handshake_timer_after(self, delay: float) -> TimerHandle: ...
 
         def transition(self, event: AppEvent, message: str = "") -> None: ...
 
@@ -105,10 +86,8 @@ class GangFlows:
                 sub_into(q.gang_reserved, taken)
         if self.placeholder_timer is None:
             ms = app.execution_timeout_ms
-            self.placeholder_timer = self.actor_system.timers.after(
-                ms / 1000 if ms > 0 else p.timeouts.placeholder,
-                PlaceholderTimer(application_id=app.application_id),
-                to=self.actor_ref,
+            self.placeholder_timer = self.placeholder_timer_after(
+                ms / 1000 if ms > 0 else p.timeouts.placeholder
             )
         p.outbox.event(
             si.EventRecordType.REQUEST,
@@ -214,9 +193,7 @@ class GangFlows:
     def _watch_handshakes(self, delay: float) -> None:
         """One timer per application watches the bound of all its open handshakes (a
         deadline per handshake would cost each a timer entry, on the hottest await)."""
-        self.handshake_timer = self.actor_system.timers.after(
-            delay, HandshakesDue(application_id=self.app.application_id), to=self.actor_ref
-        )
+        self.handshake_timer = self.handshake_timer_after(delay)
 
     def handshakes_due(self) -> None:
         """Report every handshake that waited longer than the bound; watch the next one."""

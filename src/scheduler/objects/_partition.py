@@ -1,12 +1,14 @@
-"""A partition's state: what its actors share in their turn.
+"""A partition's state: the domain objects its actors share in their turn.
 
 The partition, queue and application actors of one partition run on one dispatcher, so
 they share its turn (STYLE 3): a handler runs alone until it returns or awaits, and the
 scheduling pass runs when every mailbox of the partition is drained. What they share lives
-here: nodes and the node index, the queue tree, the applications, reservations, the
-outbox, and the flag that asks for a scheduling pass. Each flow lives with the actor that
-owns it (``_partition_actor``, ``_queue_actor``, ``_app_actor``); this class only keeps
-the shared totals consistent. Plain synchronous code: no anyio, no awaits.
+here: nodes and the node index, the queue tree, the applications, reservations, user and
+group usage, the outbox, and the flag that asks for a scheduling pass. Each flow lives with
+the actor that owns it (``scheduler.core``); this class only keeps the shared totals
+consistent. Plain synchronous code: no anyio, no awaits. The core's ``Partition``
+(``scheduler.core._partition``) adds what belongs to the actors: their references and the
+permit gangs.
 """
 
 from __future__ import annotations
@@ -17,8 +19,6 @@ from typing import TYPE_CHECKING, Protocol
 from loguru import logger
 
 from scheduler.config._timeouts import Timeouts
-from scheduler.core._events import QueueEmptied
-from scheduler.gangs._permit import PermitGangs
 from scheduler.objects._objects import NodeIndex
 from scheduler.objects._outbox import Outbox
 from scheduler.objects._queue import Queue
@@ -27,12 +27,11 @@ from scheduler.objects._resources import Res, add_into
 from scheduler.objects._ugm import UserGroupManager
 
 if TYPE_CHECKING:
-    from actors import ActorRef
     from scheduler.config._parser import PartitionConfig
     from scheduler.objects._application import Application
     from scheduler.objects._objects import Allocation, Ask, Node
 
-__all__ = ["ApplicationOwner", "Partition"]
+__all__ = ["ApplicationOwner", "PartitionState"]
 
 
 class ApplicationOwner(Protocol):
@@ -59,7 +58,7 @@ class ApplicationOwner(Protocol):
         """The core gives up on ``asks``: withdrawn, each answered with a rejection."""
 
 
-class Partition:
+class PartitionState:
     """The shared state of one partition; see the module docstring for who changes what."""
 
     def __init__(
@@ -70,7 +69,6 @@ class Partition:
         clock: Callable[[], float],
         wall: Callable[[float], int],
         timeouts: Timeouts | None = None,
-        directory: dict[str, ActorRef] | None = None,
     ) -> None:
         self.name = config.name
         self.rm_id = rm_id
@@ -82,7 +80,6 @@ class Partition:
         self.outbox = Outbox(self.name, clock, self.wall)
         self.root = Queue("root", leaf=False)
         self.queues: dict[str, Queue] = {"root": self.root}
-        self.queue_refs: dict[str, ActorRef] = {}  # the queue actors, by path
         self.nodes: dict[str, Node] = {}
         self.index = NodeIndex(
             config.node_sort_policy.type or "fair", config.node_sort_policy.resource_weights
@@ -90,10 +87,6 @@ class Partition:
         self.applications: dict[str, Application] = {}
         self.owners: dict[str, ApplicationOwner] = {}  # the actors of ``applications``
         self.terminated: dict[str, Application] = {}
-        # Application actors by application id (live or terminated, the newest per id), and
-        # the RM proxy's view of them: where it sends asks and releases straight away.
-        self.app_refs: dict[str, ActorRef] = {}
-        self.directory: dict[str, ActorRef] = directory if directory is not None else {}
         self.reservations = Reservations(self)
         # User and group limits, and what is charged against them: None without limits.
         self.ugm = UserGroupManager.for_config(config)
@@ -106,9 +99,8 @@ class Partition:
         # for, so only then is root part of the quota checks (``Queue.capacity_binds``).
         self.overcommitted: set[str] = set()
         self.total_allocations = 0
-        # Permit gangs (``scheduler.gangs._permit``); and a count of cluster changes, which lets
-        # a gang parked until "the cluster changes" go again.
-        self.permits = PermitGangs(self)
+        # A count of cluster changes, which lets a permit gang parked until "the cluster
+        # changes" go again.
         self.generation = 0
         self._seq = 0
         self.log = logger.bind(partition=self.name)
@@ -165,27 +157,12 @@ class Partition:
         queue = app.queue
         if queue is not None:
             queue.remove_application(app)
-            self.queue_emptied(queue)
         if self.applications.get(app.application_id) is app:
             del self.applications[app.application_id]
             self.owners.pop(app.application_id, None)
         if self.ugm is not None:
             self.ugm.forget(app)
-        if app.permit_gangs:
-            self.permits.app_left(app)
         self.terminated[app.application_id] = app
-
-    def forget_actor(self, app_id: str, ref: ActorRef) -> None:
-        """``ref`` (an application's actor) stops: nothing is routed to it any more."""
-        if self.app_refs.get(app_id) is ref:
-            del self.app_refs[app_id]
-        if self.directory.get(app_id) is ref:
-            del self.directory[app_id]
-
-    def queue_emptied(self, queue: Queue) -> None:
-        ref = self.queue_refs.get(queue.path)
-        if ref is not None and ref.alive:
-            ref.tell(QueueEmptied())
 
     def capacity_changed(self, old: Res, new: Res) -> None:
         """A node's capacity went from ``old`` to ``new`` (``{}`` for a node that came or
@@ -220,6 +197,6 @@ class Partition:
 
     def __repr__(self) -> str:
         return (
-            f"<Partition {self.name} apps={len(self.applications)} nodes={len(self.nodes)} "
-            f"allocations={self.total_allocations}>"
+            f"<{type(self).__name__} {self.name} apps={len(self.applications)} "
+            f"nodes={len(self.nodes)} allocations={self.total_allocations}>"
         )

@@ -119,7 +119,7 @@ class Queue:
         # out), so they have a chain of their own.
         self.limited_chain: tuple[Queue, ...] = ()
         # Root only: its max (the nodes' capacity) can refuse an ask some node has room
-        # for only while a node holds more than its capacity (``Partition.overcommitted``);
+        # for only while a node holds more than its capacity (``PartitionState.overcommitted``);
         # until then root stays out of the chain and the pass pays nothing for it.
         self.capacity_binds = False
         self.max_set_chain: tuple[Queue, ...] = ()
@@ -213,7 +213,7 @@ class Queue:
         if self.parent is not None:
             self.leaf = conf.is_leaf
         self.configure(
-            # Root's max is the partition's node capacity (``Partition.capacity_changed``):
+            # Root's max is the partition's node capacity (``PartitionState.capacity_changed``):
             # never configured (the configuration refuses resources on root, and YuniKorn's
             # ApplyConf skips them).
             max_resources=conf.max_resources if self.parent is not None else self.max_resources,

@@ -19,7 +19,7 @@ from scheduler.objects._objects import Reservation
 if TYPE_CHECKING:
     from scheduler.objects._application import Application
     from scheduler.objects._objects import Ask, Node
-    from scheduler.objects._partition import Partition
+    from scheduler.objects._partition import PartitionState
 
 __all__ = ["Reservations"]
 
@@ -29,7 +29,7 @@ class Reservations:
 
     __slots__ = ("by_node", "partition")
 
-    def __init__(self, partition: Partition) -> None:
+    def __init__(self, partition: PartitionState) -> None:
         self.partition = partition
         self.by_node: dict[str, Reservation] = {}
 

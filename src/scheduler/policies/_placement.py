@@ -19,12 +19,12 @@ from scheduler.objects._resources import Res, fits_under_max
 if TYPE_CHECKING:
     from scheduler.config._parser import ChildTemplate, Filter, PlacementRule, QueueConfig
     from scheduler.objects._application import Application
-    from scheduler.objects._partition import Partition
+    from scheduler.objects._partition import PartitionState
 
 __all__ = ["acl_allows", "filter_allows", "gang_problem", "place", "qualify", "show"]
 
 
-def place(p: Partition, app: Application, created: list[Queue]) -> tuple[Queue | None, str]:
+def place(p: PartitionState, app: Application, created: list[Queue]) -> tuple[Queue | None, str]:
     """The leaf queue ``app`` goes to, or None and the reason; new dynamic queues are
     appended to ``created``. Nothing is created for an application that is rejected.
 
@@ -90,7 +90,7 @@ class _RuleFailed(Exception):
     """A rule that cannot run (its parent rule named a leaf queue): placement stops."""
 
 
-def _run_rule(p: Partition, rule: PlacementRule, app: Application) -> str:
+def _run_rule(p: PartitionState, rule: PlacementRule, app: Application) -> str:
     """The full queue path ``rule`` names for ``app``, or ``""``: the rules of YuniKorn's
     placement/{provided,user,fixed,tag}_rule.go ``placeApplication``."""
     name = rule.name
@@ -129,14 +129,14 @@ def _run_rule(p: Partition, rule: PlacementRule, app: Application) -> str:
     return path
 
 
-def _nearest(p: Partition, path: str) -> Queue:
+def _nearest(p: PartitionState, path: str) -> Queue:
     """The deepest queue on ``path`` that exists (root at least)."""
     while path not in p.queues and "." in path:
         path = path.rsplit(".", 1)[0]
     return p.queues.get(path) or p.root
 
 
-def _create_dynamic(p: Partition, path: str, created: list[Queue]) -> Queue | None:
+def _create_dynamic(p: PartitionState, path: str, created: list[Queue]) -> Queue | None:
     """YuniKorn's ``PartitionContext.createQueue`` + ``NewDynamicQueue``: the missing
     queues of ``path`` below its nearest existing one, which must be a parent; each name
     must be a valid queue name. A new leaf takes the child template of the nearest queue
@@ -167,7 +167,7 @@ def _create_dynamic(p: Partition, path: str, created: list[Queue]) -> Queue | No
     return parent
 
 
-def _child_template(p: Partition, parent: Queue) -> ChildTemplate | None:
+def _child_template(p: PartitionState, parent: Queue) -> ChildTemplate | None:
     """The ``childtemplate`` of ``parent`` or, failing that, of the nearest configured
     queue above it that has one."""
     for q in parent.chain:

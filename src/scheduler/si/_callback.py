@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from scheduler import si
+import inspect
 
-__all__ = ["ResourceManagerCallback"]
+from scheduler import si
+from scheduler._errors import SchedulerError
+
+__all__ = ["CALLBACK_METHODS", "ResourceManagerCallback", "check_callback", "overrides"]
 
 
 class ResourceManagerCallback:
@@ -39,3 +42,40 @@ class ResourceManagerCallback:
         queue's quota holds it. Sent when an ask's state changes, at most once per
         ``Timeouts.outstanding``; the core inspects pending asks only for an RM that
         overrides this method."""
+
+
+CALLBACK_METHODS = (
+    "update_allocation",
+    "update_application",
+    "update_node",
+    "predicates",
+    "send_event",
+    "update_container_scheduling_state",
+)
+
+
+def check_callback(callback: object) -> None:
+    """Refuse what cannot be called back: a class instead of an instance, or an object
+    without the contract's coroutine methods (YuniKorn's RM takes an object, never a type)."""
+    if isinstance(callback, type):
+        name = callback.__qualname__
+        raise SchedulerError(
+            f"the callback is the class {name}, not an instance: pass {name}(), not {name}"
+        )
+    missing = [
+        m for m in CALLBACK_METHODS if not inspect.iscoroutinefunction(getattr(callback, m, None))
+    ]
+    if missing:
+        raise SchedulerError(
+            f"the callback {type(callback).__qualname__} lacks the coroutine methods "
+            f"{', '.join(missing)}: subclass scheduler.ResourceManagerCallback and override "
+            "what you need with 'async def'"
+        )
+
+
+def overrides(callback: object, name: str) -> bool:
+    """The RM's callback has its own ``name``. An RM that keeps the default ``predicates``
+    is never asked, and one that keeps the default ``update_container_scheduling_state``
+    costs no inspection of outstanding requests."""
+    method = getattr(type(callback), name, None)
+    return method is not getattr(ResourceManagerCallback, name)

@@ -29,11 +29,11 @@ from scheduler.config._parser import parse_config, queue_paths
 from scheduler.config._timeouts import Timeouts
 from scheduler.core._app_actor import ApplicationActor
 from scheduler.core._events import AppSpec, AppTimer, ConfigureQueue, NodeUpdate
+from scheduler.core._partition import Partition
 from scheduler.core._partition_actor import PartitionActor
 from scheduler.core._pass import Proposal
 from scheduler.objects._application import AppEvent, Application, AppState
 from scheduler.objects._objects import Allocation, Ask
-from scheduler.objects._partition import Partition
 from scheduler.objects._queue import QueueStatus
 from scheduler.testing import ManualClock, RecordingCallback
 

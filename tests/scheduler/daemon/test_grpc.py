@@ -16,7 +16,7 @@ import pytest
 
 import scheduler
 from scheduler import si
-from scheduler.daemon._grpc_client import connect_grpc
+from scheduler.client._grpc import connect_grpc
 from scheduler.si import _grpc_codec as codec
 from scheduler.si import si_pb2 as pb
 from scheduler.testing import ManualClock, RecordingCallback, Scenario

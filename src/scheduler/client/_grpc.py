@@ -28,32 +28,23 @@ import msgspec
 from loguru import logger
 
 from scheduler import si
-from scheduler._errors import ConfigError, NotFoundError, SchedulerError
-from scheduler.client import RemoteCore
-from scheduler.core._core import _check_callback, _overrides
+from scheduler._errors import SchedulerError
+from scheduler.client._native import RemoteCore, expect, is_remote_error, remote_error
 from scheduler.daemon._grpc import CALLBACKS_KEY, ERROR_KEY, SESSION_KEY, TOKEN_KEY
 from scheduler.daemon._tls import TLSArg, read_ca
 from scheduler.si import si_pb2 as pb
-from scheduler.si._callback import ResourceManagerCallback
+from scheduler.si._callback import (
+    CALLBACK_METHODS,
+    ResourceManagerCallback,
+    check_callback,
+    overrides,
+)
 from scheduler.si._grpc_codec import from_proto_of, to_proto_of
 from scheduler.si._wire import MAX_FRAME
 
 __all__ = ["GrpcRemoteCore", "connect_grpc"]
 
 _log = logger.bind(transport="grpc")
-_ERRORS: dict[str, type[Exception]] = {
-    "SchedulerError": SchedulerError,
-    "ConfigError": ConfigError,
-    "NotFoundError": NotFoundError,
-}
-_CALLBACKS = (
-    "update_allocation",
-    "update_application",
-    "update_node",
-    "predicates",
-    "send_event",
-    "update_container_scheduling_state",
-)
 _STREAMS = (
     (pb.Ack.ALLOCATION, "UpdateAllocation", pb.AllocationRequest, pb.AllocationResponse),
     (pb.Ack.APPLICATION, "UpdateApplication", pb.ApplicationRequest, pb.ApplicationResponse),
@@ -173,28 +164,28 @@ class GrpcRemoteCore(RemoteCore):
         self, request: si.RegisterResourceManagerRequest, callback: ResourceManagerCallback
     ) -> si.RegisterResourceManagerResponse:
         """As the in-process core's: the callback is called here, the core is there."""
-        _check_callback(callback)
-        _expect(request, si.RegisterResourceManagerRequest)
-        overrides = [m for m in _CALLBACKS if _overrides(callback, m)]
+        check_callback(callback)
+        expect(request, si.RegisterResourceManagerRequest)
+        own = [m for m in CALLBACK_METHODS if overrides(callback, m)]
         self._callback = callback
-        metadata = [*self._metadata, (CALLBACKS_KEY, ",".join(overrides))]
+        metadata = [*self._metadata, (CALLBACKS_KEY, ",".join(own))]
         await self._unary(self._register, _to[si.RegisterResourceManagerRequest](request), metadata)
         return si.RegisterResourceManagerResponse()
 
     async def update_node(self, request: si.NodeRequest) -> None:
-        _expect(request, si.NodeRequest)
+        expect(request, si.NodeRequest)
         await self._stream_call(pb.Ack.NODE, _to[si.NodeRequest](request))
 
     async def update_application(self, request: si.ApplicationRequest) -> None:
-        _expect(request, si.ApplicationRequest)
+        expect(request, si.ApplicationRequest)
         await self._stream_call(pb.Ack.APPLICATION, _to[si.ApplicationRequest](request))
 
     async def update_allocation(self, request: si.AllocationRequest) -> None:
-        _expect(request, si.AllocationRequest)
+        expect(request, si.AllocationRequest)
         await self._stream_call(pb.Ack.ALLOCATION, _to[si.AllocationRequest](request))
 
     async def update_configuration(self, request: si.UpdateConfigurationRequest) -> None:
-        _expect(request, si.UpdateConfigurationRequest)
+        expect(request, si.UpdateConfigurationRequest)
         self._sent += 1
         message = _to[si.UpdateConfigurationRequest](request)
         await self._unary(self._update_configuration, message, self._metadata)
@@ -238,8 +229,8 @@ class GrpcRemoteCore(RemoteCore):
         if code in (grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.NOT_FOUND):
             trailing: Any = exc.trailing_metadata() or ()
             for key, value in trailing:
-                if key == ERROR_KEY and value in _ERRORS:
-                    return _ERRORS[str(value)](details)
+                if key == ERROR_KEY and is_remote_error(value):
+                    return remote_error(str(value), details)
         if code == grpc.StatusCode.INTERNAL:
             return SchedulerError(details)
         if self._closed:
@@ -265,7 +256,7 @@ class GrpcRemoteCore(RemoteCore):
         finally:
             self._acks.pop(key, None)
         if ack.error:
-            raise _ERRORS.get(ack.error, SchedulerError)(ack.message)
+            raise remote_error(ack.error, ack.message)
 
     async def _open(self, timeout: float) -> None:
         loop = asyncio.get_running_loop()
@@ -409,8 +400,3 @@ class GrpcRemoteCore(RemoteCore):
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         await self._channel.close(None)
-
-
-def _expect(request: object, kind: type) -> None:
-    if type(request) is not kind:
-        raise SchedulerError(f"expected si.{kind.__name__}, got {type(request).__name__}")

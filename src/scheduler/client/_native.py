@@ -1,29 +1,7 @@
-"""A Python RM's connection to a scheduler daemon (``scheduler serve``).
-
-``connect(target)`` gives the same coroutine methods as the in-process core
-(``scheduler.start_scheduler``), with the same callback class, so one RM (or one scenario
-test) runs unchanged against either::
-
-    async with scheduler.client.connect("tcp://127.0.0.1:9091") as core:
-        await core.register_resource_manager(request, MyRM())
-        await core.update_node(si.NodeRequest(rm_id="rm-1", nodes=[...]))
-        await core.settle()
-
-Targets: ``tcp://host:port`` or ``unix:///path`` (the native transport: SI structs as
-length-prefixed MessagePack frames), ``tls://host:port`` (the same inside TLS, for a
-daemon served with ``--tls-cert``), ``grpc://host:port`` or ``grpcs://host:port`` (the SI
-over gRPC, plain or TLS). ``tls=`` names a CA file to trust for the TLS schemes.
-
-The RM's callbacks are called one at a time, in the order the core made them, from a task
-of the connection; a callback may call the core. ``settle()`` returns once the daemon has
-settled and every callback it caused has run here (and what those callbacks sent has
-settled in turn).
-
-Errors come back as they do in-process: ``scheduler.SchedulerError`` (and its
-``ConfigError``), ``scheduler.NotFoundError``. A connection the daemon closes, or that
-breaks, fails every call waiting on it, and every later call, with ``ConnectionError``
-naming the reason.
-"""
+"""The native transport's client: ``RemoteCore`` speaks SI structs as length-prefixed
+MessagePack frames (``scheduler.si._wire``) to a daemon's native listener, and calls the
+RM's callback for what the daemon pushes. What the gRPC client shares with it (the check of
+a request's type, the errors by name) lives here too."""
 
 from __future__ import annotations
 
@@ -31,7 +9,6 @@ import asyncio
 import contextlib
 import itertools
 import ssl
-from collections.abc import AsyncIterator
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -42,11 +19,14 @@ from loguru import logger
 
 from scheduler import si
 from scheduler._errors import ConfigError, NotFoundError, SchedulerError
-from scheduler.core._core import _check_callback, _overrides
 from scheduler.daemon._tls import TLSArg, client_context
-from scheduler.si._callback import ResourceManagerCallback
+from scheduler.si._callback import (
+    CALLBACK_METHODS,
+    ResourceManagerCallback,
+    check_callback,
+    overrides,
+)
 from scheduler.si._wire import (
-    MAX_FRAME,
     RECEIVE_BYTES,
     AllocationCall,
     AllocationPush,
@@ -71,71 +51,14 @@ from scheduler.si._wire import (
     encode,
 )
 
-__all__ = ["RemoteCore", "connect"]
+__all__ = ["RemoteCore", "expect", "is_remote_error", "remote_error"]
 
 _ERRORS: dict[str, type[Exception]] = {
     "SchedulerError": SchedulerError,
     "ConfigError": ConfigError,
     "NotFoundError": NotFoundError,
 }
-_CALLBACKS = (
-    "update_allocation",
-    "update_application",
-    "update_node",
-    "predicates",
-    "send_event",
-    "update_container_scheduling_state",
-)
 _log = logger.bind(transport="native")
-
-
-@contextlib.asynccontextmanager
-async def connect(
-    target: str,
-    *,
-    token: str = "",
-    max_frame: int = MAX_FRAME,
-    timeout: float = 30.0,
-    tls: TLSArg = None,
-) -> AsyncIterator[RemoteCore]:
-    """Connect to a daemon; leaving the block closes the connection.
-
-    Args:
-        target: ``tcp://host:port`` or ``unix:///path`` (the native transport), or
-            ``grpc://host:port`` (the daemon's ``--grpc``: the SI over gRPC); with TLS
-            (``scheduler serve --tls-cert``): ``tls://host:port`` (native) or
-            ``grpcs://host:port``.
-        token: The daemon's shared token (``scheduler serve --token``), if it has one.
-        max_frame: The largest frame accepted from the daemon, in bytes.
-        timeout: Seconds to connect and be welcomed.
-        tls: For ``tls://`` and ``grpcs://``: a CA file (PEM) that signed the daemon's
-            certificate, trusted in place of the system's trust store (None: that store),
-            or, for ``tls://`` only, the ``ssl.SSLContext`` to connect with.
-
-    Raises:
-        SchedulerError: ``target`` is not a target this client can reach, or ``tls`` is
-            given for a target without TLS, or is not a usable CA file.
-        ConnectionError: The daemon cannot be reached, or refused the connection (a wrong
-            token, a different protocol version), or its certificate is not trusted.
-    """
-    scheme = urlsplit(target).scheme
-    if tls is not None and scheme not in ("tls", "grpcs"):
-        raise SchedulerError(f"target {target!r}: tls= is for tls:// and grpcs:// targets")
-    if scheme in ("grpc", "grpcs"):  # the SI over gRPC: scheduler.daemon._grpc_client
-        from scheduler.daemon._grpc_client import connect_grpc
-
-        async with connect_grpc(
-            target, token=token, max_frame=max_frame, timeout=timeout, tls=tls
-        ) as core:
-            yield core
-        return
-    stream = await _open(target, timeout, tls)
-    remote = RemoteCore(stream, target, max_frame)
-    try:
-        await remote._start(token, timeout)
-        yield remote
-    finally:
-        await remote.aclose()
 
 
 def _tls_reason(exc: BaseException | None) -> str:
@@ -204,30 +127,30 @@ class RemoteCore:
         self, request: si.RegisterResourceManagerRequest, callback: ResourceManagerCallback
     ) -> si.RegisterResourceManagerResponse:
         """As the in-process core's: the callback is called here, the core is there."""
-        _check_callback(callback)
+        check_callback(callback)
         if type(request) is not si.RegisterResourceManagerRequest:
             raise SchedulerError(
                 f"expected si.RegisterResourceManagerRequest, got {type(request).__name__}"
             )
-        overrides = [m for m in _CALLBACKS if _overrides(callback, m)]
+        own = [m for m in CALLBACK_METHODS if overrides(callback, m)]
         self._callback = callback
-        value = await self._call(RegisterCall(id=0, request=request, overrides=overrides))
+        value = await self._call(RegisterCall(id=0, request=request, overrides=own))
         return msgspec.convert(value or {}, si.RegisterResourceManagerResponse)
 
     async def update_node(self, request: si.NodeRequest) -> None:
-        _expect(request, si.NodeRequest)
+        expect(request, si.NodeRequest)
         await self._call(NodeCall(id=0, request=request), changes=True)
 
     async def update_application(self, request: si.ApplicationRequest) -> None:
-        _expect(request, si.ApplicationRequest)
+        expect(request, si.ApplicationRequest)
         await self._call(ApplicationCall(id=0, request=request), changes=True)
 
     async def update_allocation(self, request: si.AllocationRequest) -> None:
-        _expect(request, si.AllocationRequest)
+        expect(request, si.AllocationRequest)
         await self._call(AllocationCall(id=0, request=request), changes=True)
 
     async def update_configuration(self, request: si.UpdateConfigurationRequest) -> None:
-        _expect(request, si.UpdateConfigurationRequest)
+        expect(request, si.UpdateConfigurationRequest)
         await self._call(ConfigurationCall(id=0, request=request), changes=True)
 
     async def settle(self) -> None:
@@ -304,7 +227,7 @@ class RemoteCore:
         finally:
             self._waiting.pop(call.id, None)
         if result.error:
-            raise _ERRORS.get(result.error, SchedulerError)(result.message)
+            raise remote_error(result.error, result.message)
         return result.value
 
     def _send(self, data: bytes) -> None:
@@ -437,6 +360,17 @@ class RemoteCore:
             await self._stream.aclose()
 
 
-def _expect(request: object, kind: type) -> None:
+def remote_error(name: str, message: str) -> Exception:
+    """The error the daemon reported by ``name``, as it would be raised in-process."""
+    return _ERRORS.get(name, SchedulerError)(message)
+
+
+def is_remote_error(name: object) -> bool:
+    """``name`` is one of the errors the daemon reports by name."""
+    return name in _ERRORS
+
+
+def expect(request: object, kind: type) -> None:
+    """Refuse a request of the wrong SI type, as the in-process core does."""
     if type(request) is not kind:
         raise SchedulerError(f"expected si.{kind.__name__}, got {type(request).__name__}")
