@@ -26,8 +26,7 @@ from setuptools import setup
 # wrongly typed value instead), the actor runtime (``src/actors``: a msgspec Struct whose
 # annotations a compiled module cannot resolve, mixins), the modules mypyc rejects as
 # written (the ``core._app_actor``/``gangs._placeholders`` mixins, ``core._core``'s async
-# generator) and those that run
-# once (config, CLI, views).
+# generator) and those that run once (config, CLI, views).
 COMPILED = [
     # objects: the domain the pass reads and changes
     "scheduler/objects/_resources.py",
