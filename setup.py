@@ -30,7 +30,8 @@ from setuptools import setup
 COMPILED = [
     # objects: the domain the pass reads and changes
     "scheduler/objects/_resources.py",
-    "scheduler/objects/_objects.py",
+    "scheduler/objects/_asks.py",
+    "scheduler/objects/_nodes.py",
     "scheduler/objects/_application.py",
     "scheduler/objects/_queue.py",
     "scheduler/objects/_priority.py",

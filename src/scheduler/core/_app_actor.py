@@ -32,7 +32,7 @@ from scheduler.objects._resources import Res
 
 if TYPE_CHECKING:
     from scheduler.core._partition import Partition
-    from scheduler.objects._objects import Allocation, Ask
+    from scheduler.objects._asks import Allocation, Ask
 
 __all__ = ["ApplicationActor"]
 

@@ -11,7 +11,7 @@ from typing import Any
 import msgspec
 
 from scheduler import si
-from scheduler.objects._objects import Ask
+from scheduler.objects._asks import Ask
 
 __all__ = [
     "AllocationReleased",

@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from scheduler.core._partition import Partition
     from scheduler.core._pass import Scheduler
     from scheduler.objects._application import Application
-    from scheduler.objects._objects import Ask
+    from scheduler.objects._asks import Ask
     from scheduler.objects._queue import Queue
     from scheduler.objects._resources import Res
     from scheduler.objects._ugm import Charge

@@ -54,7 +54,8 @@ from scheduler.core._partition import Partition
 from scheduler.core._pass import Scheduler
 from scheduler.core._queue_actor import QueueActor
 from scheduler.objects._application import Application
-from scheduler.objects._objects import Allocation, Ask, Node, NodeIndex
+from scheduler.objects._asks import Allocation, Ask
+from scheduler.objects._nodes import Node, NodeIndex
 from scheduler.objects._queue import Queue
 from scheduler.objects._ugm import UserGroupManager
 from scheduler.policies._placement import gang_problem, place

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Final
 import msgspec
 
 from scheduler.objects._application import Application, AppState
-from scheduler.objects._objects import Allocation, Ask, Node, new_uuid
+from scheduler.objects._asks import Allocation, Ask, new_uuid
+from scheduler.objects._nodes import Node
 from scheduler.objects._resources import Size, fits, fits_under_max, to_si_shared
 
 if TYPE_CHECKING:

@@ -24,7 +24,8 @@ from scheduler.config._parser import (
 from scheduler.core._partition import Partition
 from scheduler.gangs._permit import PermitGangs
 from scheduler.objects._application import Application
-from scheduler.objects._objects import Allocation, Ask, Node
+from scheduler.objects._asks import Allocation, Ask
+from scheduler.objects._nodes import Node
 from scheduler.objects._priority import current_priority
 from scheduler.objects._queue import Queue
 from scheduler.objects._resources import Res, add_into

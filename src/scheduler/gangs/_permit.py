@@ -37,7 +37,7 @@ from scheduler.objects._resources import Res, add_into, fits, fits_under_max, su
 
 if TYPE_CHECKING:
     from scheduler.objects._application import Application
-    from scheduler.objects._objects import Allocation, Ask
+    from scheduler.objects._asks import Allocation, Ask
     from scheduler.objects._partition import PartitionState
     from scheduler.objects._queue import Queue
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from actors import Promise, TimerHandle
 from scheduler import si
 from scheduler.objects._application import AppEvent, AppState, Replacement, TaskGroup
-from scheduler.objects._objects import Allocation, Ask, new_uuid
+from scheduler.objects._asks import Allocation, Ask, new_uuid
 from scheduler.objects._resources import add_into, fits, sub_into, to_si_shared
 from scheduler.policies._placement import show
 

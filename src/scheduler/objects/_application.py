@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from scheduler.objects._objects import Allocation, Ask, Reservation
+from scheduler.objects._asks import Allocation, Ask
+from scheduler.objects._nodes import Reservation
 from scheduler.objects._priority import MIN_PRIORITY, app_priority_moved
 from scheduler.objects._resources import Res, Size, add_into, add_scaled_into, fits, sub_into
 

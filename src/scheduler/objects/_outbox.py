@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from scheduler import si
 
 if TYPE_CHECKING:
-    from scheduler.objects._objects import Allocation, Ask
+    from scheduler.objects._asks import Allocation, Ask
 
 __all__ = ["Outbox"]
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Protocol
 from loguru import logger
 
 from scheduler.config._timeouts import Timeouts
-from scheduler.objects._objects import NodeIndex
+from scheduler.objects._nodes import NodeIndex
 from scheduler.objects._outbox import Outbox
 from scheduler.objects._queue import Queue
 from scheduler.objects._reservations import Reservations
@@ -29,7 +29,8 @@ from scheduler.objects._ugm import UserGroupManager
 if TYPE_CHECKING:
     from scheduler.config._parser import PartitionConfig
     from scheduler.objects._application import Application
-    from scheduler.objects._objects import Allocation, Ask, Node
+    from scheduler.objects._asks import Allocation, Ask
+    from scheduler.objects._nodes import Node
 
 __all__ = ["ApplicationOwner", "PartitionState"]
 

@@ -14,11 +14,12 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from scheduler import si
-from scheduler.objects._objects import Reservation
+from scheduler.objects._nodes import Reservation
 
 if TYPE_CHECKING:
     from scheduler.objects._application import Application
-    from scheduler.objects._objects import Ask, Node
+    from scheduler.objects._asks import Ask
+    from scheduler.objects._nodes import Node
     from scheduler.objects._partition import PartitionState
 
 __all__ = ["Reservations"]

@@ -33,7 +33,7 @@ from scheduler.core._partition import Partition
 from scheduler.core._partition_actor import PartitionActor
 from scheduler.core._pass import Proposal
 from scheduler.objects._application import AppEvent, Application, AppState
-from scheduler.objects._objects import Allocation, Ask
+from scheduler.objects._asks import Allocation, Ask
 from scheduler.objects._queue import QueueStatus
 from scheduler.testing import ManualClock, RecordingCallback
 

@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 
 from scheduler import si
 from scheduler.objects._application import Application, PendingAsks
-from scheduler.objects._objects import Allocation, Ask, Node, NodeIndex
+from scheduler.objects._asks import Allocation, Ask
+from scheduler.objects._nodes import Node, NodeIndex
 from scheduler.objects._outbox import Outbox
 from scheduler.objects._queue import Queue, QueueStatus
 from scheduler.objects._resources import Res
