@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING
 
 from actors import Promise, TimerHandle
 from scheduler import si
-from scheduler.objects._application import AppEvent, AppState, Replacement, TaskGroup
+from scheduler.objects._application import AppEvent, AppState, TaskGroup
 from scheduler.objects._asks import Allocation, Ask, new_uuid
+from scheduler.objects._handshake import Replacement
 from scheduler.objects._resources import add_into, fits, sub_into, to_si_shared
 from scheduler.policies._placement import show
 

@@ -5,7 +5,8 @@ What it holds:
 * resources and their arithmetic (``_resources``);
 * asks and allocations (``_asks``); nodes, the node index and reservations (``_nodes``);
 * the gang an ask declares in its tags (``_gang_tags``);
-* applications with their pending asks and state machine (``_application``);
+* applications with their pending asks and state machine (``_application``), and the
+  placeholder replacements they wait for (``_handshake``);
 * the queue tree with its quotas, usage and the order children and applications are tried
   in (``_queue``), with priorities (``_priority``);
 * what each user and group runs against its limits (``_ugm``), and the nodes held for

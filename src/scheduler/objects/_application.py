@@ -9,15 +9,13 @@ from enum import StrEnum
 from itertools import chain
 from typing import TYPE_CHECKING
 
-import msgspec
-
 from scheduler.objects._asks import Allocation, Ask
 from scheduler.objects._nodes import Reservation
 from scheduler.objects._priority import MIN_PRIORITY, app_priority_moved
 from scheduler.objects._resources import Res, Size, add_into, add_scaled_into, fits, sub_into
 
 if TYPE_CHECKING:
-    from actors import Promise
+    from scheduler.objects._handshake import Replacement
     from scheduler.objects._queue import Queue
 
 __all__ = [
@@ -26,7 +24,6 @@ __all__ = [
     "AppState",
     "Application",
     "InvalidTransition",
-    "Replacement",
     "TaskGroup",
     "next_state",
 ]
@@ -288,26 +285,6 @@ class TaskGroup:
         self.replaced = 0
         self.timedout = 0
         self.free: dict[str, Allocation] = {}
-
-
-class Replacement(msgspec.Struct, gc=False):
-    """A handshake in flight: ``placeholder`` was released to the RM for real ``ask``.
-
-    ``confirmed`` settles True when the RM confirms the release, False when the
-    placeholder went some other way; ``cancelled`` is set when the application no longer
-    wants the real allocation (a Hard timeout). Not tracked by the garbage collector: it
-    is dropped when its handshake ends.
-    """
-
-    placeholder: Allocation
-    ask: Ask
-    confirmed: Promise[bool]
-    started: float
-    cancelled: bool = False
-    overdue: bool = False
-
-    def __repr__(self) -> str:
-        return f"<Replacement {self.placeholder.uuid} for {self.ask.allocation_key}>"
 
 
 class Application:
