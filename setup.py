@@ -1,8 +1,8 @@
 """Build script: the pure-Python package, or with ``SCHEDULER_COMPILE=1`` a mypyc build.
 
 The pure package is the default and needs no compiler. ``SCHEDULER_COMPILE=1`` compiles the
-modules in ``COMPILED`` with mypyc into C extensions beside the pure modules (README,
-"Compiled build"); it needs a C compiler and mypy, types-PyYAML and the project's
+modules in ``COMPILED`` with mypyc into C extensions beside the pure modules
+(docs/compiled.md); it needs a C compiler and mypy, types-PyYAML and the project's
 dependencies in the build environment, so build with ``--no-build-isolation``:
 
     pip install 'mypy>=1.10' types-PyYAML setuptools wheel -e .   # or: pip install -e '.[dev]'
