@@ -35,7 +35,7 @@ Targets (on the medians, in each sizing):
         [--gc tuned,default] [--repeat 3] [--quick] [--check] [--out FILE]
 
 ``--python PY1,PY2`` runs every case with each interpreter, interleaved: say the venv of
-the pure package and the venv of the compiled build (README, "Compiled build"). Each run
+the pure package and the venv of the compiled build (``docs/compiled.md``). Each run
 reports the build its interpreter imports (``pure`` or ``compiled``); the table has a row
 per build, and the targets are read per build.
 

@@ -96,8 +96,8 @@ class Core:
     ``update_node``, ``update_application``, ``update_allocation`` and
     ``update_configuration``; the outcomes come back through its callback. ``settle()``
     waits until everything sent has been processed; the ``get_*`` queries and
-    ``state_dump()`` answer with JSON shaped like YuniKorn's REST API. The README's "Using
-    it in-process" shows it driven; ``docs/design.md`` says how it works inside.
+    ``state_dump()`` answer with JSON shaped like YuniKorn's REST API. ``docs/in-process.md``
+    shows it driven; ``docs/design.md`` says how it works inside.
 
     Attributes:
         system: the actor system every actor of the core runs on.
