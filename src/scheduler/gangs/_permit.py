@@ -26,7 +26,7 @@ turn: plain synchronous code.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import msgspec
 from loguru import logger
@@ -575,27 +575,6 @@ class PermitGangs:
                 self._idle.pop(id(gang))  # in use again
             else:
                 self._drop_gang(gang)
-
-    # ============================================================================ views
-    def view(self, gang_id: str) -> dict[str, Any] | None:
-        gang = self.gangs.get(gang_id)
-        if gang is None:
-            return None
-        spec = gang.spec
-        group = gang.group
-        return {
-            "gangId": spec.gang_id,
-            "mode": spec.mode,
-            "minAvailable": spec.min_available,
-            "totalNumber": spec.total_number,
-            "waitingTime": spec.waiting_time,
-            "gangGroup": list(group.ids),
-            "createTime": self.partition.wall(gang.created),
-            "placed": len(gang.tentative),
-            "bound": gang.bound,
-            "satisfied": gang.satisfied,
-            "timedOut": group.timed_out,
-        }
 
     # =========================================================================== events
     def _event(self, group: GangGroup, reason: str, message: str) -> None:
