@@ -80,6 +80,7 @@ CATEGORIES: list[tuple[str, str, str]] = [
     ("bench_scheduling.py", "update_allocation", "output to the RM"),
     # the rest of the partition's turn (outstanding requests, timers, wake-ups)
     ("scheduler/core/_partition_actor.py", "*", "partition actor (turn bookkeeping)"),
+    ("scheduler/core/_nodes.py", "*", "partition actor (turn bookkeeping)"),
     ("scheduler/core/_outstanding.py", "*", "partition actor (turn bookkeeping)"),
     ("scheduler/objects/_partition.py", "*", "partition actor (turn bookkeeping)"),
     ("scheduler/", "*", "other scheduler code"),
