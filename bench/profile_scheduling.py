@@ -81,8 +81,10 @@ CATEGORIES: list[tuple[str, str, str]] = [
     ("bench_scheduling.py", "update_allocation", "output to the RM"),
     # the rest of the partition's turn (outstanding requests, timers, wake-ups)
     ("scheduler/core/_partition_actor.py", "*", "partition actor (turn bookkeeping)"),
+    ("scheduler/core/_node_flows.py", "*", "partition actor (turn bookkeeping)"),
     ("scheduler/core/_outstanding.py", "*", "partition actor (turn bookkeeping)"),
     ("scheduler/objects/_partition.py", "*", "partition actor (turn bookkeeping)"),
+    ("scheduler/core/_partition.py", "*", "partition actor (turn bookkeeping)"),
     ("scheduler/", "*", "other scheduler code"),
     ("actors/", "*", "actor runtime (mailboxes, turns)"),
 ]

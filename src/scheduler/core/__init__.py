@@ -5,7 +5,8 @@ What it holds:
 * ``_proxy``: the edge. An SI request is checked and turned into typed events
   (``_events``) routed to the partition that owns them; the wire stops here.
 * The actors, one mailbox each, sharing their partition's turn: ``_partition_actor``
-  (nodes, applications arriving, configuration, queries), ``_queue_actor`` (a dynamic
+  (nodes, applied by ``_node_flows``; applications arriving, configuration, queries),
+  ``_queue_actor`` (a dynamic
   queue's life), ``_app_actor`` (an application's asks, releases, state machine and gang
   flows), ``_callback_actor`` (calls one RM's callback, in order). ``_partition`` is the
   state they share (``scheduler.objects``' ``PartitionState``, their references and the

@@ -1,6 +1,7 @@
-"""The partition actor: nodes, configuration, new applications, and the scheduling pass.
+"""The partition actor: configuration, new applications, and the scheduling pass.
 
-It owns the partition's nodes and node index, its reservations, the scheduling pass
+It owns the partition's nodes and node index (the RM's node updates are applied by
+``scheduler.core._node_flows``), its reservations, the scheduling pass
 (``scheduler.core._pass``) and the outbox. The queue and application actors of the
 partition run on its dispatcher: when every mailbox of the group is drained, ``on_drained``
 runs the pass on state nothing is still changing, and hands what happened to the RM's
@@ -31,7 +32,6 @@ from scheduler.core import _views
 from scheduler.core._app_actor import ApplicationActor
 from scheduler.core._counters import SchedulingCounters
 from scheduler.core._events import (
-    AllocationSpec,
     AllocationsReleased,
     ApplicationsAdded,
     ApplicationsRemoved,
@@ -49,13 +49,14 @@ from scheduler.core._events import (
     ReservationDue,
     Retire,
 )
+from scheduler.core._node_flows import PartitionNodes
 from scheduler.core._outstanding import InspectOutstanding, OutstandingRequests
 from scheduler.core._partition import Partition
 from scheduler.core._pass import Scheduler
 from scheduler.core._queue_actor import QueueActor
 from scheduler.objects._application import Application
-from scheduler.objects._asks import Allocation, Ask
-from scheduler.objects._nodes import Node, NodeIndex
+from scheduler.objects._asks import Ask
+from scheduler.objects._nodes import NodeIndex
 from scheduler.objects._queue import Queue
 from scheduler.objects._ugm import UserGroupManager
 from scheduler.policies._placement import gang_problem, place
@@ -77,7 +78,8 @@ class _Continue(Event, frozen=True, kw_only=True):
 
 
 class PartitionActor(Actor):
-    """Owns a ``Partition``: its nodes, queue tree, new applications and the pass."""
+    """Owns a ``Partition``: its nodes (through ``PartitionNodes``), queue tree, new
+    applications and the pass."""
 
     def __init__(
         self,
@@ -107,6 +109,7 @@ class PartitionActor(Actor):
         self.counters = SchedulingCounters()  # YuniKorn's counter metrics, per pass and flush
         self.partition: Partition
         self.scheduler: Scheduler
+        self.nodes: PartitionNodes  # the RM's node updates, applied to ``partition``
 
     def on_start(self) -> None:
         p = self.partition = Partition(
@@ -118,6 +121,7 @@ class PartitionActor(Actor):
             directory=self._directory,
         )
         self.scheduler = Scheduler(p)
+        self.nodes = PartitionNodes(p)
         self.scheduler.checks_predicates = self._predicates
         p.permits.on_wait = self._watch_gang
         if self._inspects:
@@ -250,147 +254,7 @@ class PartitionActor(Actor):
 
     # ============================================================================ nodes
     def update_nodes(self, updates: Iterable[NodeUpdate]) -> None:
-        p = self.partition
-        for update in updates:
-            action = update.action
-            node = p.nodes.get(update.node_id)
-            if action == si.ActionFromRM.CREATE:
-                self._add_node(update)
-            elif node is None:
-                p.log.warning("node update for unknown node {}", update.node_id)
-                p.outbox.event(
-                    si.EventRecordType.NODE,
-                    update.node_id,
-                    "NodeNotFound",
-                    f"{action.name} for unknown node {update.node_id}",
-                )
-            elif action == si.ActionFromRM.UPDATE:
-                self._update_node(node, update)
-            elif action == si.ActionFromRM.DRAIN_NODE:
-                self._set_schedulable(node, False)
-            elif action == si.ActionFromRM.DRAIN_TO_SCHEDULABLE:
-                self._set_schedulable(node, True)
-            elif action == si.ActionFromRM.DECOMISSION:
-                self._remove_node(node)
-
-    def _add_node(self, update: NodeUpdate) -> None:
-        p = self.partition
-        node_id = update.node_id
-        if node_id in p.nodes:
-            self._reject_node(node_id, f"node {node_id} already exists in partition {p.name}")
-            return
-        node = Node(
-            node_id, dict(update.capacity or {}), dict(update.occupied or {}), update.attributes
-        )
-        problem = self._check_existing(update.existing)
-        if problem:
-            self._reject_node(node_id, problem)
-            return
-        p.nodes[node_id] = node
-        p.capacity_changed({}, node.capacity)
-        p.index.add(node)
-        for spec in update.existing:
-            self._recover(spec, node)
-        p.index.update(node)
-        p.outbox.add("node_accepted", si.AcceptedNode(node_id=node_id))
-        p.outbox.event(
-            si.EventRecordType.NODE,
-            node_id,
-            "NodeAdded",
-            f"node {node_id} added to partition {p.name}",
-        )
-        p.wake()
-
-    def _reject_node(self, node_id: str, reason: str) -> None:
-        p = self.partition
-        p.log.info("node {} rejected: {}", node_id, reason)
-        p.outbox.add("node_rejected", si.RejectedNode(node_id=node_id, reason=reason))
-
-    def _check_existing(self, existing: tuple[AllocationSpec, ...]) -> str:
-        p = self.partition
-        seen: set[str] = set()
-        for spec in existing:
-            app = p.applications.get(spec.application_id)
-            if app is None or app.queue is None:
-                return (
-                    f"existing allocation {spec.uuid} names application "
-                    f"{spec.application_id}, which is not in partition {p.name}"
-                )
-            if spec.uuid in seen or spec.uuid in app.allocations:
-                return f"existing allocation {spec.uuid} is already allocated"
-            seen.add(spec.uuid)
-        return ""
-
-    def _recover(self, spec: AllocationSpec, node: Node) -> None:
-        """An allocation the RM reports on a new node: on the node here, the rest is the
-        application's."""
-        p = self.partition
-        now = p.clock()
-        alloc = Allocation(
-            uuid=spec.uuid,
-            allocation_key=spec.allocation_key,
-            application_id=spec.application_id,
-            partition=p.name,
-            node_id=node.node_id,
-            resource=dict(spec.resource),
-            priority=spec.priority,
-            tags=spec.tags,
-            task_group_name=spec.task_group_name,
-            placeholder=spec.placeholder,
-            request_time=now,
-            allocation_time=now,
-        )
-        node.add_allocation(alloc)
-        p.usage_changed(node)
-        p.owners[spec.application_id].recover(alloc)
-
-    def _update_node(self, node: Node, update: NodeUpdate) -> None:
-        if update.capacity is not None:
-            old, node.capacity = node.capacity, dict(update.capacity)
-            self.partition.capacity_changed(old, node.capacity)
-            self.partition.usage_changed(node)
-        if update.occupied is not None:
-            node.occupied = dict(update.occupied)
-        if update.attributes is not None:
-            node.attributes = dict(update.attributes)
-        node.refresh_available()
-        self.partition.index.refresh(node)
-        self.partition.wake()
-
-    def _set_schedulable(self, node: Node, schedulable: bool) -> None:
-        p = self.partition
-        node.schedulable = schedulable
-        if schedulable:
-            if node.reserved is None:
-                p.index.add(node)
-            p.wake()
-        else:
-            if node.reserved is not None:
-                p.reservations.release(node.reserved)
-            p.index.discard(node)
-
-    def _remove_node(self, node: Node) -> None:
-        p = self.partition
-        if node.reserved is not None:
-            p.reservations.release(node.reserved)
-        p.index.discard(node)
-        del p.nodes[node.node_id]
-        p.capacity_changed(node.capacity, {})
-        p.usage_changed(node, gone=True)
-        for alloc in list(node.allocations.values()):
-            node.remove_allocation(alloc.uuid)
-            owner = p.owners.get(alloc.application_id)
-            if owner is not None:
-                owner.allocation_lost(alloc, "node removed")
-            else:
-                p.outbox.release(alloc, si.TerminationType.STOPPED_BY_RM, "node removed")
-            p.wake()  # the queues have quota back
-        p.outbox.event(
-            si.EventRecordType.NODE,
-            node.node_id,
-            "NodeRemoved",
-            f"node {node.node_id} removed from partition {p.name}",
-        )
+        self.nodes.update(updates)
 
     # ===================================================================== applications
     def add_application(self, spec: AppSpec) -> None:

@@ -22,7 +22,7 @@ from scheduler.config._parser import (
     SchedulerConfig,
 )
 from scheduler.core._partition import Partition
-from scheduler.gangs._permit import PermitGangs
+from scheduler.gangs._permit import Gang, PermitGangs
 from scheduler.objects._application import Application
 from scheduler.objects._asks import Allocation, Ask
 from scheduler.objects._nodes import Node
@@ -181,16 +181,34 @@ def application_info(app: Application, permits: PermitGangs | None, wall: Wall) 
         "placeholderData": placeholder_data(app),
         "hasReserved": bool(app.reservations),
         "reservations": [f"{n}|{r.ask.allocation_key}" for n, r in app.reservations.items()],
-        "gangs": gangs(app, permits),
+        "gangs": gangs(app, permits, wall),
     }
 
 
-def gangs(app: Application, permits: PermitGangs | None) -> list[dict[str, Any]]:
+def gangs(app: Application, permits: PermitGangs | None, wall: Wall) -> list[dict[str, Any]]:
     """The permit gangs with members in ``app``, counted for the whole gang."""
     if permits is None or not app.permit_gangs:
         return []
-    views = (permits.view(gang_id) for gang_id in app.permit_gangs)
-    return [v for v in views if v is not None]
+    found = (permits.gangs.get(gang_id) for gang_id in app.permit_gangs)
+    return [gang_info(gang, wall) for gang in found if gang is not None]
+
+
+def gang_info(gang: Gang, wall: Wall) -> dict[str, Any]:
+    spec = gang.spec
+    group = gang.group
+    return {
+        "gangId": spec.gang_id,
+        "mode": spec.mode,
+        "minAvailable": spec.min_available,
+        "totalNumber": spec.total_number,
+        "waitingTime": spec.waiting_time,
+        "gangGroup": list(group.ids),
+        "createTime": wall(gang.created),
+        "placed": len(gang.tentative),
+        "bound": gang.bound,
+        "satisfied": gang.satisfied,
+        "timedOut": group.timed_out,
+    }
 
 
 def placeholder_data(app: Application) -> list[dict[str, Any]]:

@@ -5,7 +5,7 @@ application's gang flows, the release handshake that lets a real ask take a plac
 place, the placeholder timeout and the clean-up, run as handlers of the application's
 actor; and permit gangs (``_permit``, seed 001: Koordinator's): members placed
 tentatively, a GangGroup sent to the RM together once every gang has its minimum,
-``Strict`` rollback, the waiting time, and the deadlock breaker.
+``Strict`` rollback, the waiting time, and the deadlock breaker (``_deadlock``).
 
 It may import ``scheduler.policies``, ``scheduler.objects``, ``scheduler.config``,
 ``scheduler.si``, ``scheduler._errors`` and the actor runtime (``actors``: promises and

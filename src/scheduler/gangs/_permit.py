@@ -9,9 +9,10 @@ cannot be placed; ``NonStrict`` lets members accumulate. A group's wait runs fro
 tentative member; when it passes, the group is rolled back and its members rejected.
 
 Beyond both designs, no deadlock: when a group cannot place a member and younger groups
-hold tentative room that would let it, the youngest of them is rolled back and parked
-(``resolve_deadlock``), so the oldest completes instead of every group waiting out its
-timeout.
+hold tentative room that would let it, the youngest of them is rolled back and parked, so
+the oldest completes instead of every group waiting out its timeout. That choice, and the
+groups that gave way, are ``scheduler.gangs._deadlock``'s; ``PermitGangs.resolve_deadlock``
+hands it the groups that could not place a member in a pass.
 
 Who does what: the proxy parses the tags (``scheduler.objects._gang_tags.parse_gang``) into a
 ``GangSpec`` that travels on the ``Ask``; the application's actor admits members
@@ -25,15 +26,16 @@ turn: plain synchronous code.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import msgspec
 from loguru import logger
 
 from actors import Promise
 from scheduler import si
+from scheduler.gangs._deadlock import DeadlockResolver
 from scheduler.objects._gang_tags import TAG_GROUPS, GangSpec, spec_conflict
-from scheduler.objects._resources import Res, add_into, fits, fits_under_max, sub, to_si_shared
+from scheduler.objects._resources import to_si_shared
 
 if TYPE_CHECKING:
     from scheduler.objects._application import Application
@@ -140,6 +142,11 @@ class GangGroup:
                 return False
         return True
 
+    def park(self, why: str, generation: int) -> None:
+        """Not scheduled while the partition's generation is ``generation``."""
+        self.parked = why
+        self.parked_at = generation
+
     def members(self) -> Iterator[Member]:
         for gang in self.gangs.values():
             yield from gang.tentative.values()
@@ -164,7 +171,7 @@ class PermitGangs:
         self.on_wait: Callable[[GangGroup], None] | None = None
         self._failed: list[tuple[GangGroup, Application, Ask, str]] = []  # this pass
         self._blocked: list[GangGroup] = []  # groups with a member not placed this pass
-        self._gave_way: dict[int, GangGroup] = {}  # parked for an older group, by id()
+        self._deadlocks = DeadlockResolver(self)
         self._timed_out: dict[int, GangGroup] = {}  # oldest timeout first, by id()
         # Satisfied gangs with no member ask and no live application, since when: kept for
         # Timeouts.terminated (as a terminated application is), so a late member is still
@@ -385,92 +392,14 @@ class PermitGangs:
                 "member(s) rolled back, tried again when the cluster changes",
                 always=True,
             )
-            self._park(group, "strict")
+            group.park("strict", self.partition.generation)
             freed = freed or held > 0
         return freed
 
     def resolve_deadlock(self) -> bool:
-        """After a pass: when the oldest group that could not place a member is held up by
-        tentative members of younger groups, roll the youngest of those back (and park it)
-        so that the oldest can complete. True if one was rolled back."""
-        blocked = [g for g in self._blocked if not g.satisfied and not g.timed_out]
-        if not blocked:
-            return False
-        oldest = min(blocked, key=lambda g: g.key)
-        assert oldest.blocked is not None
-        # The younger groups holding tentative members that could make room: together
-        # they must be able to free enough; the youngest of them gives way now, and the
-        # next pass takes the next one if the oldest still cannot complete.
-        younger = {
-            id(g): g
-            for g in self.groups.values()
-            if g is not oldest
-            and not g.satisfied
-            and g.key > oldest.key
-            and any(gang.tentative for gang in g.gangs.values())
-        }
-        helpful = [g for g in younger.values() if self._frees_room([g], oldest.blocked, some=True)]
-        if not helpful or not self._frees_room(helpful, oldest.blocked):
-            return False
-        youngest = max(helpful, key=lambda g: g.key)
-        self.roll_back(
-            youngest,
-            "GangRolledBack",
-            f"gang {youngest.name} rolled back: its tentative members held the room that the "
-            f"older gang {oldest.name} needs to complete",
-        )
-        # The oldest tries again now (a Strict one was parked by its own rollback); the one
-        # that gave way waits for a real change of the cluster, or for a group to be bound.
-        # No generation bump here: that would let every group that gave way before go
-        # again, and two young groups could take turns grabbing the room forever.
-        oldest.parked = ""
-        self._park(youngest, "deadlock")
-        self.partition.schedule_pending = True
-        return True
-
-    def _frees_room(
-        self,
-        holders: list[GangGroup],
-        blocked: tuple[Ask, Queue, str, Queue | None],
-        some: bool = False,
-    ) -> bool:
-        """Rolling ``holders`` back could let the blocked member be placed (``some``: they
-        hold anything where it is blocked at all)."""
-        ask, _queue, kind, where = blocked
-        res = ask.resource
-        members = [m for holder in holders for m in holder.members()]
-        if kind == "quota" and where is not None:
-            freed: Res = {}
-            for member in members:
-                q = member.app.queue
-                if q is not None and where in q.chain:
-                    add_into(freed, member.alloc.resource)
-            if some:
-                return bool(freed)
-            return bool(freed) and fits_under_max(
-                res, sub(where.allocated, freed), where.max_resources
-            )
-        if kind == "node":
-            if some:
-                return bool(members)
-            by_node: dict[str, Res] = {}
-            for member in members:
-                add_into(by_node.setdefault(member.alloc.node_id, {}), member.alloc.resource)
-            nodes = self.partition.nodes
-            for node_id, freed in by_node.items():
-                node = nodes.get(node_id)
-                if node is not None and node.schedulable:
-                    room = dict(node.available)
-                    add_into(room, freed)
-                    if fits(res, room):
-                        return True
-        return False
-
-    def _park(self, group: GangGroup, why: str) -> None:
-        group.parked = why
-        group.parked_at = self.partition.generation
-        if why == "deadlock":
-            self._gave_way[id(group)] = group
+        """After a pass: let the oldest group that could not place a member complete, if
+        younger groups hold its room (``DeadlockResolver.resolve``)."""
+        return self._deadlocks.resolve(self._blocked)
 
     # ============================================================================ commit
     def placed(self, app: Application, ask: Ask, alloc: Allocation) -> bool:
@@ -544,13 +473,7 @@ class PermitGangs:
             owner = p.owners.get(member.app.application_id)
             if owner is not None and owner.app is member.app:
                 owner.allocated(member.ask, member.alloc)
-        # Groups that gave way to an older one may go again.
-        if self._gave_way:
-            for other in self._gave_way.values():
-                if other.parked == "deadlock":
-                    other.parked = ""
-            self._gave_way = {}
-            p.schedule_pending = True
+        self._deadlocks.let_go()  # groups that gave way to an older one may go again
 
     # ========================================================================= rollback
     def roll_back(
@@ -652,27 +575,6 @@ class PermitGangs:
                 self._idle.pop(id(gang))  # in use again
             else:
                 self._drop_gang(gang)
-
-    # ============================================================================ views
-    def view(self, gang_id: str) -> dict[str, Any] | None:
-        gang = self.gangs.get(gang_id)
-        if gang is None:
-            return None
-        spec = gang.spec
-        group = gang.group
-        return {
-            "gangId": spec.gang_id,
-            "mode": spec.mode,
-            "minAvailable": spec.min_available,
-            "totalNumber": spec.total_number,
-            "waitingTime": spec.waiting_time,
-            "gangGroup": list(group.ids),
-            "createTime": self.partition.wall(gang.created),
-            "placed": len(gang.tentative),
-            "bound": gang.bound,
-            "satisfied": gang.satisfied,
-            "timedOut": group.timed_out,
-        }
 
     # =========================================================================== events
     def _event(self, group: GangGroup, reason: str, message: str) -> None:
