@@ -128,10 +128,7 @@ class RemoteCore:
     ) -> si.RegisterResourceManagerResponse:
         """As the in-process core's: the callback is called here, the core is there."""
         check_callback(callback)
-        if type(request) is not si.RegisterResourceManagerRequest:
-            raise SchedulerError(
-                f"expected si.RegisterResourceManagerRequest, got {type(request).__name__}"
-            )
+        expect(request, si.RegisterResourceManagerRequest)
         own = [m for m in CALLBACK_METHODS if overrides(callback, m)]
         self._callback = callback
         value = await self._call(RegisterCall(id=0, request=request, overrides=own))

@@ -36,7 +36,7 @@ from scheduler._errors import NotFoundError, SchedulerError
 from scheduler.daemon._batching import chunks_within, join_requests, joined
 from scheduler.daemon._native import Limits, stop_own_rm
 from scheduler.si import si_pb2 as pb
-from scheduler.si._callback import ResourceManagerCallback
+from scheduler.si._callback import CALLBACK_METHODS, ResourceManagerCallback
 from scheduler.si._grpc_codec import from_proto_of, to_proto_of
 
 if TYPE_CHECKING:
@@ -63,16 +63,7 @@ _QUERIES: dict[str, int] = {
     "get_resource_managers": 0,
     "stop_resource_manager": 1,  # only the RM of the calling session
 }
-_CALLBACKS = frozenset(
-    (
-        "update_allocation",
-        "update_application",
-        "update_node",
-        "predicates",
-        "send_event",
-        "update_container_scheduling_state",
-    )
-)
+_CALLBACKS = frozenset(CALLBACK_METHODS)
 # A plain SI client hears the responses on its streams and nothing else.
 _PLAIN_CALLBACKS = frozenset(("update_allocation", "update_application", "update_node"))
 
