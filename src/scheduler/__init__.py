@@ -9,6 +9,10 @@ Resource managers talk to it through the Scheduler Interface (``scheduler.si``):
 The public surface is this module, ``scheduler.si``, ``scheduler.testing`` and
 ``scheduler.client`` (an RM's connection to a daemon, ``scheduler serve``).
 
+Inside, the package is split into rooms by layer, each importing only the rooms below it:
+``si``, ``config``, ``objects``, ``policies``, ``gangs``, ``core``, ``daemon``, ``client``
+and ``cli`` (``docs/architecture.md``). Only the modules named above are public.
+
 The library logs through loguru and is silent until the application turns it on:
 ``logger.enable("scheduler")`` (and ``logger.enable("actors")`` for the runtime).
 """
