@@ -460,3 +460,14 @@ def test_profile_puts_every_sample_in_a_category(tmp_path: Path) -> None:
         "garbage collector",
     }
     assert "innermost function" in done.stdout
+
+
+def test_gang_once_prints_one_run_and_writes_no_file(tmp_path: Path) -> None:
+    out = tmp_path / "out.json"
+    done = run_bench("bench_gang.py", "--once", "--apps", "3", "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    figures = json.loads(done.stdout.strip().splitlines()[-1])
+    assert (figures["apps"], figures["placeholders"], figures["nodes"]) == (3, 15, 20)
+    assert figures["build"] in ("pure", "compiled")
+    assert not out.exists()
+    assert not PROGRESS.search(done.stderr)  # no plain runs, no tracemalloc run
