@@ -2,7 +2,7 @@
 shared machine do not move (wall-clock figures here move by up to a third from one hour to
 the next; an instruction count moves by a fraction of a percent).
 
-    python bench/instructions.py [--cases 10k-asks,gang] [--repeat 1] [--base COMMIT]
+    python bench/instructions.py [--cases 10k-asks,gang] [--repeat 3] [--base COMMIT]
         [--jobs 1] [--hash-seed 0] [--keep DIR] [--quick] [--out FILE]
 
 Each case runs one of the other bench scripts in a fresh process under
@@ -24,27 +24,45 @@ out and what is left is the cost of one more unit:
 
 ``--quick`` shrinks them (10k-asks: 20 nodes, 1,000 less 100 asks; gang: 20 nodes, 10 less
 2 gangs of 5), to prove the script runs; a measurement still takes 15-25 s, most of it the
-interpreter's start and imports under valgrind. A full measurement (the two runs of one case) takes
-about 35 s for 10k-asks and 45 s for gang; ``--jobs 2`` runs the full and the tiny run side
-by side (counts do not depend on the machine's load).
+interpreter's start and imports under valgrind. A full measurement (the two runs of one
+case, one after the other) takes about 35-40 s for 10k-asks and 45 s for gang on a quiet
+machine; ``--jobs 2`` runs the full and the tiny run side by side (about 21 s and 30-40 s;
+counts do not depend on the machine's load).
 
 ``--base COMMIT`` checks the commit out into a temporary ``git worktree`` (``ab.checkout``)
 and measures it too, interleaved with the working tree, each repeat in the other order; the
 table then has the base's and the working tree's instructions per unit and the change. Both
-sides run the *working tree's* bench scripts, with the measured tree's ``src`` first on
+sides run the *working tree's* bench scripts, with the measured side's ``src`` first on
 ``PYTHONPATH``: the base may predate this script and the flags it uses (``bench_gang.py
 --once``), and the scripts use only the public API (``scheduler``, ``scheduler.si``,
 ``scheduler.testing``), so they run against either; the one exception is
 ``bench_scheduling.build_of_scheduler``, which imports ``scheduler._scheduling`` to tell the
 pure build from the compiled one (if that module moves, a base from before the move fails
-there). Each side checks that ``scheduler`` is imported from its own ``src``. Both sides
-run on this interpreter (pure build: ``src`` shadows an installed compiled one).
+there). The working tree's ``src`` is measured from a copy made at the start (as a fresh
+checkout has it, see below), at a path as long as the base's. Each side checks that
+``scheduler`` is imported from its own ``src``. Both sides run on this interpreter (the pure
+build: ``src`` shadows an installed compiled one).
 
-``PYTHONHASHSEED`` is fixed (``--hash-seed``, default 0; ``random`` leaves it to Python):
-with a random seed the layout of every dict and set of strings changes from run to run and
-the count with it (10k-asks: three runs spread over 0.26% with random seeds, two over 0.03%
-with seed 0; what is left comes from the clock and the event loop's timing). ``--keep DIR``
-keeps the callgrind files (for ``callgrind_annotate``).
+Noise: under one set-up the count hardly moves (two runs agree within 0.03%, the rest being
+the clock and the event loop's timing), but it moves with the process's memory layout,
+which anything at start-up shifts. The same code (c947737, 10k-asks) counted 110,699
+instructions per allocation in a fresh checkout, 110,785 in the working tree itself (whose
+``src`` also holds the egg-info of ``pip install -e``), 111,157 through a symlink to it,
+and 110,600 to 110,886 with random hash seeds. Hence:
+
+* each repeat runs with a hash seed of its own, the same on both sides (``--hash-seed
+  FIRST``, default 0: the repeats run with 0, 1, 2, ...; ``random`` leaves it to Python),
+  which lays every dict and set of strings out anew and so samples that noise; the table
+  has each side's median and spread;
+* both sides run from fresh directories of equal path length (the copy of the working
+  tree's ``src`` leaves out ``*.egg-info``, ``__pycache__`` and built extensions);
+* with ``--base`` the change is the median of the repeats' own changes, each between the
+  two sides' runs of one seed, which is far steadier than either side: an A/A of c947737
+  gave 0.00% with seeds 0, 1 and 2 (110,699/110,699, 110,688/110,689, 111,115/111,115)
+  while each side spread over 0.4%. A real change moves the layout too, so its repeats
+  differ; read a change whose repeats disagree in sign as no change.
+
+``--keep DIR`` keeps the callgrind files (for ``callgrind_annotate``).
 
 Progress goes to stderr; the table (median per side, and the spread over ``--repeat``) to
 stdout; the JSON, with every run's totals and the commits measured, to
@@ -173,6 +191,14 @@ def change_percent(base: float, working: float) -> float:
     return (working - base) / base * 100.0
 
 
+def paired_changes(base: Sequence[float], working: Sequence[float]) -> list[float]:
+    """The change of each repeat, in percent: its working run against its base run (the
+    same hash seed, so the same draw of the layout noise)."""
+    if len(base) != len(working):
+        raise ValueError(f"{len(base)} base runs and {len(working)} working runs")
+    return [change_percent(a, b) for a, b in zip(base, working, strict=True)]
+
+
 # -- running -----------------------------------------------------------------------------
 
 
@@ -184,15 +210,35 @@ def valgrind() -> str:
     return path
 
 
-def side_env(tree: Path, hash_seed: str) -> dict[str, str]:
+def hash_seed(first: str, repeat: int) -> str | None:
+    """The ``PYTHONHASHSEED`` of a repeat: ``first`` + the repeat's index; None: random."""
+    return None if first == "random" else str(int(first) + repeat)
+
+
+def side_env(tree: Path, seed: str | None) -> dict[str, str]:
     env = dict(os.environ, PYTHONPATH=str(tree / "src"))
     env.pop("BENCH_GANG_SMALL", None)
     env.pop("BENCH_REPEAT", None)
-    if hash_seed == "random":
+    if seed is None:
         env.pop("PYTHONHASHSEED", None)
     else:
-        env["PYTHONHASHSEED"] = hash_seed
+        env["PYTHONHASHSEED"] = seed
     return env
+
+
+def copy_src(tree: Path, into: Path) -> Path:
+    """Copy ``tree``'s ``src`` to ``into``/src as a fresh checkout has it (no
+    ``*.egg-info``, ``__pycache__`` or built extensions) and return ``into``.
+
+    The count moves with what the import system sees (see "Noise" above): the working tree's
+    ``src`` measured 0.08% more than a fresh checkout of the same commit, and so did a copy
+    of it with its egg-info, against 0.01% for a copy without."""
+    shutil.copytree(
+        tree / "src",
+        into / "src",
+        ignore=shutil.ignore_patterns("*.egg-info", "__pycache__", "*.so", "*.pyd"),
+    )
+    return into
 
 
 def check_import(tree: Path, env: dict[str, str]) -> str:
@@ -322,19 +368,23 @@ def print_table(results: list[dict[str, Any]], base: str | None) -> None:
                 f"{res['unit']}"
             )
         return
-    print(f"base = {base}, working = this tree")
     print(
-        f"{'case':<9} {'base':>11} {'working':>11} {'change':>8} "
+        f"base = {base}, working = this tree; change: the median of the repeats' changes "
+        "(each between runs of one hash seed), their range beside it"
+    )
+    print(
+        f"{'case':<9} {'base':>11} {'working':>11} {'change':>8} {'changes':>17} "
         f"{'base spread':>17} {'working spread':>17}  unit"
     )
     for res in results:
         a = [r["per_unit"] for r in res["sides"]["base"]["runs"]]
         b = [r["per_unit"] for r in res["sides"]["working"]["runs"]]
-        med_a, med_b = statistics.median(a), statistics.median(b)
+        changes = res["changes_percent"]
+        span = f"{min(changes):+.2f}..{max(changes):+.2f}%" if len(changes) > 1 else "-"
         print(
-            f"{res['case']:<9} {med_a:>11,.0f} {med_b:>11,.0f} "
-            f"{change_percent(med_a, med_b):>+7.2f}% {spread(a):>17} {spread(b):>17}  "
-            f"{res['unit']}"
+            f"{res['case']:<9} {statistics.median(a):>11,.0f} {statistics.median(b):>11,.0f} "
+            f"{statistics.median(changes):>+7.2f}% {span:>17} {spread(a):>17} {spread(b):>17}"
+            f"  {res['unit']}"
         )
 
 
@@ -343,13 +393,17 @@ def main() -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--cases", default="10k-asks,gang", help="comma list of 10k-asks, gang")
-    parser.add_argument("--repeat", type=int, default=1, help="measurements per case and side")
+    parser.add_argument(
+        "--repeat", type=int, default=3, help="measurements per case and side (default 3)"
+    )
     parser.add_argument("--base", help="a commit to measure too, in a temporary git worktree")
     parser.add_argument(
         "--jobs", type=int, default=1, choices=(1, 2), help="2: the full and small run together"
     )
     parser.add_argument(
-        "--hash-seed", default="0", help="PYTHONHASHSEED of the runs (default 0), or random"
+        "--hash-seed",
+        default="0",
+        help="PYTHONHASHSEED of the first repeat, the next ones count up (default 0); or random",
     )
     parser.add_argument("--keep", type=Path, help="keep the callgrind files in this directory")
     add_arguments(parser)  # --check and --target-scale are accepted; there are no targets
@@ -368,24 +422,27 @@ def main() -> int:
         tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="instructions-")))
         out_dir = args.keep or tmp
         out_dir.mkdir(parents=True, exist_ok=True)
-        trees = {"working": ROOT}
+        # "work" and "base": paths of one length (the count moves with the layout)
+        trees = {"working": copy_src(ROOT, tmp / "work")}
         if base_sha:  # removed on the way out, before the temporary directory
             trees["base"] = stack.enter_context(checkout(base_sha, tmp / "base"))
-        envs = {side: side_env(tree, args.hash_seed) for side, tree in trees.items()}
-        where = {side: check_import(tree, envs[side]) for side, tree in trees.items()}
+        where = {s: check_import(tree, side_env(tree, None)) for s, tree in trees.items()}
         for r in range(args.repeat):
             order = sides if r % 2 == 0 else sides[::-1]
             for case in chosen:
                 for side in order:
+                    seed = hash_seed(args.hash_seed, r)
                     label = (
                         f"{case.name}, {side}: {case.full.units:,} less {case.small.units:,}, "
-                        f"repeat {r + 1}/{args.repeat}"
+                        f"repeat {r + 1}/{args.repeat}, hash seed {seed or 'random'}"
                     )
+                    env = side_env(trees[side], seed)
                     with progress.step(label) as step:
-                        got = measure(tool, case, envs[side], out_dir, f"{side}{r}", args.jobs)
+                        got = measure(tool, case, env, out_dir, f"{side}{r}", args.jobs)
                         step.result = f"{got['per_unit']:,.0f} instructions per unit"
+                    got["hash_seed"] = seed
                     measured.setdefault((case.name, side), []).append(got)
-    results = [
+    results: list[dict[str, Any]] = [
         {
             "case": case.name,
             "unit": case.unit,
@@ -402,6 +459,12 @@ def main() -> int:
         }
         for case in chosen
     ]
+    if base_sha:
+        for res in results:
+            res["changes_percent"] = paired_changes(
+                [r["per_unit"] for r in res["sides"]["base"]["runs"]],
+                [r["per_unit"] for r in res["sides"]["working"]["runs"]],
+            )
     print_table(results, f"{args.base} ({base_sha[:12]})" if base_sha else None)
     document: dict[str, Any] = {
         "results": results,

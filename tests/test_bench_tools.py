@@ -515,6 +515,21 @@ def test_instructions_per_unit_is_the_difference_over_the_difference() -> None:
         instructions.per_unit(1_500, 500, 10, 10)
     assert instructions.change_percent(200.0, 190.0) == pytest.approx(-5.0)
     assert instructions.change_percent(200.0, 230.0) == pytest.approx(15.0)
+    # each repeat's working run against the base run of the same hash seed
+    changes = instructions.paired_changes([100.0, 200.0], [101.0, 198.0])
+    assert changes == pytest.approx([1.0, -1.0])
+    with pytest.raises(ValueError, match="2 base runs and 1 working"):
+        instructions.paired_changes([1.0, 2.0], [1.0])
+
+
+def test_instructions_counts_the_hash_seed_up_from_one_repeat_to_the_next() -> None:
+    instructions = bench_module("instructions")
+    assert [instructions.hash_seed("0", r) for r in range(3)] == ["0", "1", "2"]
+    assert instructions.hash_seed("7", 1) == "8"
+    assert instructions.hash_seed("random", 2) is None
+    env = instructions.side_env(ROOT, "3")
+    assert env["PYTHONHASHSEED"] == "3" and env["PYTHONPATH"] == str(ROOT / "src")
+    assert "PYTHONHASHSEED" not in instructions.side_env(ROOT, None)
 
 
 def test_instructions_cases_differ_only_in_size() -> None:
