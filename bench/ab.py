@@ -12,12 +12,14 @@ median over the rounds) and the change from A (base) to B (working tree).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +55,28 @@ def _label(item: Any, index: int) -> str | int:
     return index
 
 
+@contextlib.contextmanager
+def checkout(commit: str, into: Path) -> Iterator[Path]:
+    """``commit`` checked out (detached) into a new ``git worktree`` at ``into``, removed
+    again on the way out; ``bench/instructions.py`` uses it too."""
+    done = subprocess.run(
+        ["git", "-C", str(ROOT), "worktree", "add", "--detach", str(into), commit],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"git worktree add {commit} failed: {done.stderr.strip()}")
+    try:
+        yield into
+    finally:
+        subprocess.run(
+            ["git", "-C", str(ROOT), "worktree", "remove", "--force", str(into)],
+            check=False,
+            capture_output=True,
+        )
+
+
 def run(tree: Path, script: str, args: list[str], out: Path) -> dict[str, float]:
     env = dict(os.environ, PYTHONPATH=str(tree / "src"))
     cmd = [sys.executable, str(tree / "bench" / script), *args, "--out", str(out)]
@@ -72,29 +96,19 @@ def main() -> None:
     parser.add_argument("args", nargs=argparse.REMAINDER, help="-- then the script's arguments")
     opts = parser.parse_args()
     args = [a for a in opts.args if a != "--"]
-    with tempfile.TemporaryDirectory(prefix="ab-") as tmp:
-        base = Path(tmp) / "base"
-        subprocess.run(
-            ["git", "-C", str(ROOT), "worktree", "add", "--detach", str(base), opts.base],
-            check=True,
-            capture_output=True,
-        )
-        try:
-            sides = {"A": base, "B": ROOT}
-            seen: dict[str, dict[str, list[float]]] = {"A": {}, "B": {}}
-            for n in range(opts.rounds):
-                order = ["A", "B"] if n % 2 == 0 else ["B", "A"]
-                for side in order:
-                    got = run(sides[side], opts.script, args, Path(tmp) / f"{side}{n}.json")
-                    for key, value in got.items():
-                        seen[side].setdefault(key, []).append(value)
-                print(f"round {n + 1}/{opts.rounds} done", file=sys.stderr, flush=True)
-        finally:
-            subprocess.run(
-                ["git", "-C", str(ROOT), "worktree", "remove", "--force", str(base)],
-                check=False,
-                capture_output=True,
-            )
+    with (
+        tempfile.TemporaryDirectory(prefix="ab-") as tmp,
+        checkout(opts.base, Path(tmp) / "base") as base,
+    ):
+        sides = {"A": base, "B": ROOT}
+        seen: dict[str, dict[str, list[float]]] = {"A": {}, "B": {}}
+        for n in range(opts.rounds):
+            order = ["A", "B"] if n % 2 == 0 else ["B", "A"]
+            for side in order:
+                got = run(sides[side], opts.script, args, Path(tmp) / f"{side}{n}.json")
+                for key, value in got.items():
+                    seen[side].setdefault(key, []).append(value)
+            print(f"round {n + 1}/{opts.rounds} done", file=sys.stderr, flush=True)
     print(
         f"A = {opts.base}, B = working tree; {opts.script} {' '.join(args)}; {opts.rounds} rounds"
     )

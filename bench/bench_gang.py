@@ -21,16 +21,22 @@ Target: replacements/s >= 0.5 x plain allocations/s. ``--check`` exits 1 when it
 a run in which the core misbehaves (a stall, a wrong end state) exits 1 in any case.
 
     python bench/bench_gang.py [--apps 200] [--per-app 50] [--nodes 1000] [--repeat 3] [--small]
-        [--quick] [--check] [--out FILE]
+        [--quick] [--check] [--out FILE] [--once]
 
 ``--small`` (or ``BENCH_GANG_SMALL=1``) is 10 apps x 5 placeholders on 20 nodes; ``--quick``
 is ``--small`` once; ``--repeat`` defaults to ``BENCH_REPEAT`` or 3.
+
+``--once`` makes one gang run and nothing else (no plain runs, no tracemalloc run, no
+end-of-run check of the core's state, whose REST-style queries would be counted too) and
+prints its figures as one JSON line instead of the table, writing no file: the run that
+``bench/instructions.py`` counts under callgrind. A misbehaving core still fails it.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import sys
 import time
@@ -39,6 +45,7 @@ from typing import Any
 
 import scheduler
 from _common import RESULTS, Run, add_arguments, confirm_replaced
+from bench_scheduling import build_of_scheduler
 from bench_scheduling import run_once as plain_run_once
 from scheduler import si
 from scheduler.testing import ManualClock
@@ -179,9 +186,17 @@ HANDSHAKE_FILES = ("scheduler/gangs/_placeholders.py", "actors/_turns.py", "acto
 
 
 async def run_gang(
-    n_nodes: int, n_apps: int, per_app: int, *, memory: dict[str, float] | None = None
+    n_nodes: int,
+    n_apps: int,
+    per_app: int,
+    *,
+    memory: dict[str, float] | None = None,
+    check: bool = True,
 ) -> dict[str, float]:
     """One gang run; returns its timings. Raises BenchError if the core misbehaves.
+
+    ``check=False`` leaves out the end-of-run check of the core's state (``check_state``);
+    the RM's own checks of every response stay.
 
     With ``memory`` (a dict to fill) the run is traced by ``tracemalloc`` from the real asks
     on, and the memory held once every handshake is open (all releases sent, none
@@ -290,7 +305,8 @@ async def run_gang(
         releases_seconds = rm.releases_done_at - start
         rm.check_clean("phase 2")
 
-        await check_state(core, rm, apps, n_nodes, per_app)
+        if check:
+            await check_state(core, rm, apps, n_nodes, per_app)
     return {
         "nodes": n_nodes,
         "apps": n_apps,
@@ -403,6 +419,12 @@ async def main() -> int:
         default=os.environ.get("BENCH_GANG_SMALL", "") not in ("", "0"),
         help="10 apps x 5 placeholders on 20 nodes (a quick functional run)",
     )
+    parser.add_argument(
+        "--once",
+        action="store_true",
+        help="one gang run, no end-of-run check, its figures as JSON on stdout, no file "
+        "(what bench/instructions.py counts)",
+    )
     add_arguments(parser)
     args = parser.parse_args()
     from loguru import logger
@@ -418,6 +440,10 @@ async def main() -> int:
     per_app = args.per_app or d_per_app
     n_nodes = args.nodes or d_nodes
     total = n_apps * per_app
+    if args.once:
+        once = await run_gang(n_nodes, n_apps, per_app, check=False)
+        print(json.dumps({**once, "build": build_of_scheduler()}))
+        return 0
     run = Run("gang", args, out=RESULTS / ("gang-small.json" if small else "gang.json"))
     progress = run.progress(2 * repeat + 1)
     size = f"{n_apps:,} apps x {per_app:,} placeholders on {n_nodes:,} nodes"

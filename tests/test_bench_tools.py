@@ -460,3 +460,112 @@ def test_profile_puts_every_sample_in_a_category(tmp_path: Path) -> None:
         "garbage collector",
     }
     assert "innermost function" in done.stdout
+
+
+def bench_module(name: str) -> ModuleType:
+    sys.path.insert(0, str(BENCH))
+    try:
+        return importlib.import_module(name)
+    finally:
+        sys.path.remove(str(BENCH))
+
+
+# The head and the end of a callgrind output file as valgrind 3.19 writes it.
+CALLGRIND_OUT = """\
+# callgrind format
+version: 1
+creator: callgrind-3.19.0
+pid: 2876
+cmd:  python bench_scheduling.py --child {"case": {"asks": 10000}}
+part: 1
+
+desc: I1 cache:
+desc: Timerange: Basic block 0 - 512352119
+desc: Trigger: Program termination
+
+positions: line
+events: Ir
+summary: 2927133548
+
+
+totals: 2927133548
+"""
+
+
+def test_instructions_reads_the_total_of_a_callgrind_file() -> None:
+    instructions = bench_module("instructions")
+    assert instructions.total_instructions(CALLGRIND_OUT) == 2_927_133_548
+    # summary: alone (older files), and the Ir column among several events
+    assert instructions.total_instructions("events: Ir\nsummary: 12\n") == 12
+    several = "events: Dr Ir Dw\nsummary: 1 2 3\ntotals: 4 5 6\n"
+    assert instructions.total_instructions(several) == 5
+    with pytest.raises(ValueError, match="no totals"):
+        instructions.total_instructions("events: Ir\n")
+    with pytest.raises(ValueError, match="no Ir"):
+        instructions.total_instructions("events: Dr\ntotals: 7\n")
+
+
+def test_instructions_per_unit_is_the_difference_over_the_difference() -> None:
+    instructions = bench_module("instructions")
+    # 10k-asks less 100 asks of the same set-up (the runs of the docstring's example)
+    got = instructions.per_unit(2_927_133_548, 1_830_774_179, 10_000, 100)
+    assert got == pytest.approx(110_743.37, abs=0.01)
+    assert instructions.per_unit(1_500, 500, 20, 10) == 100
+    with pytest.raises(ValueError, match="must do more"):
+        instructions.per_unit(1_500, 500, 10, 10)
+    assert instructions.change_percent(200.0, 190.0) == pytest.approx(-5.0)
+    assert instructions.change_percent(200.0, 230.0) == pytest.approx(15.0)
+    # each repeat's working run against the base run of the same hash seed
+    changes = instructions.paired_changes([100.0, 200.0], [101.0, 198.0])
+    assert changes == pytest.approx([1.0, -1.0])
+    with pytest.raises(ValueError, match="2 base runs and 1 working"):
+        instructions.paired_changes([1.0, 2.0], [1.0])
+
+
+def test_instructions_counts_the_hash_seed_up_from_one_repeat_to_the_next() -> None:
+    instructions = bench_module("instructions")
+    assert [instructions.hash_seed("0", r) for r in range(3)] == ["0", "1", "2"]
+    assert instructions.hash_seed("7", 1) == "8"
+    assert instructions.hash_seed("random", 2) is None
+    env = instructions.side_env(ROOT, "3")
+    assert env["PYTHONHASHSEED"] == "3" and env["PYTHONPATH"] == str(ROOT / "src")
+    assert "PYTHONHASHSEED" not in instructions.side_env(ROOT, None)
+
+
+def test_instructions_cases_differ_only_in_size() -> None:
+    instructions = bench_module("instructions")
+    for quick in (False, True):
+        for case in instructions.cases(quick).values():
+            assert case.full.units > case.small.units > 0
+            # the same flags, only the numbers differ
+            strip = re.compile(r"\d+")
+            assert [strip.sub("N", a) for a in case.full.args] == [
+                strip.sub("N", a) for a in case.small.args
+            ]
+    full = instructions.cases(False)
+    assert json.loads(full["10k-asks"].full.args[1])["case"] == {
+        "name": "10k-asks",
+        "nodes": 5_000,
+        "asks": 10_000,
+    }
+    assert full["gang"].full.units == 200 * 50 and full["gang"].small.units == 2 * 50
+
+
+def test_instructions_without_valgrind_names_the_fix(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    instructions = bench_module("instructions")
+    monkeypatch.setenv("PATH", str(tmp_path))  # no valgrind on it
+    with pytest.raises(SystemExit, match=r"apt-get install -y valgrind"):
+        instructions.valgrind()
+
+
+def test_gang_once_prints_one_run_and_writes_no_file(tmp_path: Path) -> None:
+    out = tmp_path / "out.json"
+    done = run_bench("bench_gang.py", "--once", "--apps", "3", "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    figures = json.loads(done.stdout.strip().splitlines()[-1])
+    assert (figures["apps"], figures["placeholders"], figures["nodes"]) == (3, 15, 20)
+    assert figures["build"] in ("pure", "compiled")
+    assert not out.exists()
+    assert not PROGRESS.search(done.stderr)  # no plain runs, no tracemalloc run
