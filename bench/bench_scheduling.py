@@ -252,11 +252,12 @@ def child(spec: str) -> None:
 
 
 def build_of_scheduler() -> str:
-    """``compiled`` when this interpreter imports the mypyc build of the scheduler, else
-    ``pure``."""
-    import scheduler.core._pass as scheduling
-
-    return "compiled" if not scheduling.__file__.endswith(".py") else "pure"
+    """``compiled`` when this interpreter imports the mypyc build of the scheduler (its
+    package holds C extensions), else ``pure``. Read from the package's files, not from a
+    module's path, so it holds for any layout of the package (``bench/instructions.py``
+    runs this script against earlier commits too)."""
+    package = Path(str(scheduler.__file__)).parent
+    return "compiled" if next(package.rglob("*.so"), None) is not None else "pure"
 
 
 def run_in_subprocess(

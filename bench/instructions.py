@@ -35,10 +35,9 @@ table then has the base's and the working tree's instructions per unit and the c
 sides run the *working tree's* bench scripts, with the measured side's ``src`` first on
 ``PYTHONPATH``: the base may predate this script and the flags it uses (``bench_gang.py
 --once``), and the scripts use only the public API (``scheduler``, ``scheduler.si``,
-``scheduler.testing``), so they run against either; the one exception is
-``bench_scheduling.build_of_scheduler``, which imports ``scheduler._scheduling`` to tell the
-pure build from the compiled one (if that module moves, a base from before the move fails
-there). The working tree's ``src`` is measured from a copy made at the start (as a fresh
+``scheduler.testing``, and the package's files to tell the pure build from the compiled
+one), so they run against either, before the move of the modules into rooms or after it.
+The working tree's ``src`` is measured from a copy made at the start (as a fresh
 checkout has it, see below), at a path as long as the base's. Each side checks that
 ``scheduler`` is imported from its own ``src``. Both sides run on this interpreter (the pure
 build: ``src`` shadows an installed compiled one).
