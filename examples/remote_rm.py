@@ -43,7 +43,7 @@ class PrintingRM(scheduler.ResourceManagerCallback):
 
 
 async def start_daemon() -> tuple[asyncio.subprocess.Process, str]:
-    """``scheduler serve --native tcp://127.0.0.1:0``; returns it and the address it bound."""
+    """``scheduler serve`` on free ports; returns it and the native address it bound."""
     daemon = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
@@ -51,6 +51,10 @@ async def start_daemon() -> tuple[asyncio.subprocess.Process, str]:
         "serve",
         "--native",
         "tcp://127.0.0.1:0",
+        "--http",  # a free port for the REST API too, and no gRPC: 9080 and 9090 may be taken
+        "127.0.0.1:0",
+        "--grpc",
+        "",
         "--log-level",
         "WARNING",
         stdout=asyncio.subprocess.PIPE,

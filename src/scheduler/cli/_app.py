@@ -283,11 +283,8 @@ def serve(
     except SchedulerError as exc:
         typer.echo(f"scheduler serve: {exc}", err=True)
         raise typer.Exit(2) from None
-    except OSError as exc:
-        typer.echo(
-            f"scheduler serve: cannot listen on {native}, {http} or {grpc}: {exc.strerror}",
-            err=True,
-        )
+    except OSError as exc:  # each listener names its own address (SchedulerError above)
+        typer.echo(f"scheduler serve: {exc.strerror or exc}", err=True)
         raise typer.Exit(2) from None
     raise typer.Exit(code)
 

@@ -33,6 +33,7 @@ from loguru import logger
 
 from scheduler import si
 from scheduler._errors import NotFoundError, SchedulerError
+from scheduler.daemon._address import cannot_listen, host_port
 from scheduler.daemon._batching import chunks_within, join_requests, joined
 from scheduler.daemon._native import Limits, stop_own_rm
 from scheduler.si import si_pb2 as pb
@@ -129,9 +130,9 @@ class GrpcServer:
         """Listen on ``host:port`` (port 0: a free one); returns ``grpc://host:port``, or
         with ``tls`` (a PEM certificate chain and its key) ``grpcs://host:port``; with
         ``client_ca`` too (PEM), a client must show a certificate that CA signed."""
-        host, sep, port_text = address.rpartition(":")
-        if not sep or not host or not port_text.isdigit():
-            raise SchedulerError(f"--grpc {address!r}: say host:port, e.g. 127.0.0.1:9090")
+        host, _ = host_port("--grpc", address, "127.0.0.1:9090")
+        if ":" in host:
+            host = f"[{host}]"
         size = self.limits.max_frame
         server = grpc.aio.server(
             options=[
@@ -153,9 +154,9 @@ class GrpcServer:
                 )
                 port = server.add_secure_port(address, credentials)
         except RuntimeError as exc:
-            raise OSError(98, f"cannot bind {address}: {exc}") from None
+            raise cannot_listen("--grpc", address, OSError(str(exc))) from None
         if port == 0:
-            raise OSError(98, f"cannot bind {address}")
+            raise cannot_listen("--grpc", address, OSError("the address is in use or not local"))
         await server.start()
         self._server = server
         return f"{'grpc' if tls is None else 'grpcs'}://{host}:{port}"

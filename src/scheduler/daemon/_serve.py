@@ -37,6 +37,7 @@ from scheduler._errors import ConfigError, SchedulerError
 from scheduler.config._parser import parse_config
 from scheduler.config._timeouts import Timeouts
 from scheduler.core import start_scheduler
+from scheduler.daemon._address import cannot_listen, host_port
 from scheduler.daemon._native import Limits, NativeServer
 from scheduler.daemon._rest import make_app
 from scheduler.daemon._tls import QuietTLSListener, ServerTLS, load_server_tls
@@ -85,21 +86,27 @@ async def run_daemon(
     async with start_scheduler(timeouts=timeouts) as core:
         server = NativeServer(core, token=options.token, limits=options.limits)
         server.config = config_text
-        listener, address = await _listen(options.native, tls)
-        http_socket, http_address = _bind_http(options.http)
-        if tls is not None:
-            http_address = "https" + http_address.removeprefix("http")
-        addresses = {"http": http_address, "native": address}
-        grpc_server = None
-        if options.grpc:
-            from scheduler.daemon._grpc import GrpcServer  # grpc loads only when served
+        # Until every listener is bound, those bound so far are closed if the next fails
+        # (a bad or taken address); then the serving tasks own them.
+        async with contextlib.AsyncExitStack() as binding:
+            listener, address = await _listen(options.native, tls)
+            binding.push_async_callback(listener.aclose)
+            http_socket, http_address = _bind_http(options.http)
+            binding.callback(http_socket.close)
+            if tls is not None:
+                http_address = "https" + http_address.removeprefix("http")
+            addresses = {"http": http_address, "native": address}
+            grpc_server = None
+            if options.grpc:
+                from scheduler.daemon._grpc import GrpcServer  # grpc loads only when served
 
-            grpc_server = GrpcServer(server)
-            addresses["grpc"] = await grpc_server.start(
-                options.grpc,
-                tls=None if tls is None else (tls.cert_pem, tls.key_pem),
-                client_ca=None if tls is None else tls.client_ca_pem,
-            )
+                grpc_server = GrpcServer(server)
+                addresses["grpc"] = await grpc_server.start(
+                    options.grpc,
+                    tls=None if tls is None else (tls.cert_pem, tls.key_pem),
+                    client_ca=None if tls is None else tls.client_ca_pem,
+                )
+            binding.pop_all()
         http = _HttpServer(
             uvicorn.Config(
                 make_app(core),
@@ -164,19 +171,16 @@ class _HttpServer(uvicorn.Server):
 
 def _bind_http(address: str) -> tuple[socket.socket, str]:
     """A listening socket on ``host:port`` (port 0: a free one), and its URL."""
-    host, sep, port_text = address.rpartition(":")
-    host = host.strip("[]")
-    if not sep or not host or not port_text.isdigit():
-        raise SchedulerError(f"--http {address!r}: say host:port, e.g. 127.0.0.1:9080")
+    host, port = host_port("--http", address, "127.0.0.1:9080")
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((host, int(port_text)))
+        sock.bind((host, port))
         sock.listen(128)
-    except OSError:
+    except OSError as exc:
         sock.close()
-        raise
+        raise cannot_listen("--http", address, exc) from None
     sock.setblocking(False)
     bound_host, bound_port = sock.getsockname()[:2]
     shown = f"[{bound_host}]" if family == socket.AF_INET6 else bound_host
@@ -211,9 +215,14 @@ async def _listen(address: str, tls: ServerTLS | None = None) -> tuple[Listener[
     if parts.scheme == "tls" and tls is None:
         raise SchedulerError(f"--native {address!r}: tls:// needs --tls-cert and --tls-key")
     if parts.scheme in ("tcp", "tls"):
-        if not parts.hostname or parts.port is None:
-            raise SchedulerError(f"--native {address!r}: say {parts.scheme}://host:port")
-        tcp = await anyio.create_tcp_listener(local_host=parts.hostname, local_port=parts.port)
+        example = f"{parts.scheme}://127.0.0.1:9091"
+        if parts.path or parts.query or parts.fragment:
+            raise SchedulerError(f"--native {address!r}: say {example}")
+        host, port = host_port("--native", parts.netloc, example, address)
+        try:
+            tcp = await anyio.create_tcp_listener(local_host=host, local_port=port)
+        except OSError as exc:
+            raise cannot_listen("--native", address, exc) from None
         bound: Any = tcp.extra(SocketAttribute.local_address)
         host, port = bound[0], bound[1]
         shown = f"[{host}]" if ":" in str(host) else host
@@ -229,7 +238,10 @@ async def _listen(address: str, tls: ServerTLS | None = None) -> tuple[Listener[
         path = Path(parts.path)
         if path.is_socket():
             path.unlink()  # left behind by a daemon that did not stop cleanly
-        return await anyio.create_unix_listener(path), f"unix://{path}"
+        try:
+            return await anyio.create_unix_listener(path), f"unix://{path}"
+        except OSError as exc:
+            raise cannot_listen("--native", address, exc) from None
     raise SchedulerError(f"--native {address!r}: the scheme must be tcp://, tls:// or unix://")
 
 
