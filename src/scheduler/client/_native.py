@@ -193,6 +193,11 @@ class RemoteCore:
         result: list[dict[str, Any]] = await self._query("get_resource_managers")
         return result
 
+    async def get_config(self) -> dict[str, dict[str, Any]]:
+        """As the in-process core's: the queue configuration in force for each RM."""
+        result: dict[str, dict[str, Any]] = await self._query("get_config")
+        return result
+
     async def stop_resource_manager(self, rm_id: str) -> None:
         """The RM this connection registered shuts down of its own accord
         (``Core.stop_resource_manager``): it is Stopped at once, where closing the

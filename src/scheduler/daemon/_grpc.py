@@ -35,7 +35,7 @@ from scheduler import si
 from scheduler._errors import NotFoundError, SchedulerError
 from scheduler.daemon._address import cannot_listen, host_port
 from scheduler.daemon._batching import chunks_within, join_requests, joined
-from scheduler.daemon._native import Limits, stop_own_rm
+from scheduler.daemon._native import QUERIES, Limits, stop_own_rm
 from scheduler.si import si_pb2 as pb
 from scheduler.si._callback import CALLBACK_METHODS, ResourceManagerCallback
 from scheduler.si._grpc_codec import from_proto_of, to_proto_of
@@ -53,17 +53,7 @@ TOKEN_KEY = "x-scheduler-token"
 CALLBACKS_KEY = "x-scheduler-callbacks"
 ERROR_KEY = "x-scheduler-error"
 
-_QUERIES: dict[str, int] = {
-    "get_partitions": 0,
-    "get_queue": 2,
-    "get_application": 2,
-    "get_node": 2,
-    "get_user_usage": 1,
-    "get_group_usage": 1,
-    "state_dump": 0,
-    "get_resource_managers": 0,
-    "stop_resource_manager": 1,  # only the RM of the calling session
-}
+_QUERIES = {method: args for method, args in QUERIES.items() if method != "settle"}
 _CALLBACKS = frozenset(CALLBACK_METHODS)
 # A plain SI client hears the responses on its streams and nothing else.
 _PLAIN_CALLBACKS = frozenset(("update_allocation", "update_application", "update_node"))

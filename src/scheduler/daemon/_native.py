@@ -61,8 +61,9 @@ _log = logger.bind(transport="native")
 # Frames the writer joins into one send, in bytes (one frame alone may be larger).
 _WRITE_BYTES = 1 << 20
 
-# The queries an RM may call, and how many string arguments each takes.
-_QUERIES: dict[str, int] = {
+# The queries an RM may call over either transport, and how many string arguments each
+# takes (gRPC has a call of its own for ``settle``).
+QUERIES: dict[str, int] = {
     "settle": 0,
     "get_partitions": 0,
     "get_queue": 2,
@@ -72,7 +73,8 @@ _QUERIES: dict[str, int] = {
     "get_group_usage": 1,
     "state_dump": 0,
     "get_resource_managers": 0,
-    "stop_resource_manager": 1,  # only the RM this connection registered
+    "get_config": 0,
+    "stop_resource_manager": 1,  # only the RM of the calling connection
 }
 
 
@@ -407,7 +409,7 @@ class Session:
         return response
 
     async def _query(self, call: QueryCall) -> Any:
-        expected = _QUERIES.get(call.method)
+        expected = QUERIES.get(call.method)
         if expected is None:
             raise SchedulerError(f"unknown query {call.method!r}")
         if len(call.args) != expected:

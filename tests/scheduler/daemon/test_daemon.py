@@ -106,6 +106,10 @@ async def gang_story(s: Scenario) -> None:
     assert (await s.application("permit"))["gangs"][0]["satisfied"] is True
     [partition] = await s.core.get_partitions()
     assert partition["totalNodes"] == 2
+    config = await s.core.get_config()  # the configuration in force, by RM: remote too
+    assert list(config) == [s.rm_id]
+    assert [p["name"] for p in config[s.rm_id]["partitions"]] == ["default"]
+    assert config[s.rm_id]["checksum"]
     node = await s.core.get_node("default", "n1")
     assert node["nodeID"] == "n1"
     with pytest.raises(scheduler.NotFoundError):
