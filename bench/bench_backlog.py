@@ -23,9 +23,10 @@ fill places one shape at a time on its own nodes, so every node ends exactly ful
 releases 10 random running allocations of the refilling queue(s) (a seeded RNG) on 10
 different nodes, so each freed slot fits exactly one ask of its own shape: the refill is
 the next pending ask of that shape, and the batch checks that the 10 new allocations landed
-on the 10 freed nodes. Every 10 batches each application gets as many new asks of each shape
-as it was allocated (untimed, before the next batch), so the backlog stays within 100 asks
-of its size and keeps its mix of shapes.
+on the 10 freed nodes. Every 10 batches (and before any batch that could find fewer than
+10 pending asks of a shape), each application gets as many new asks of each shape as it was
+allocated since the last top-up (untimed, before the next batch), so the backlog stays
+within 100 asks of its size and keeps its mix of shapes.
 
 Each case runs in a fresh subprocess that tunes its collector as a daemon does
 (``scheduler.tune_gc()``). Its set-up (applications, then per shape its nodes and its fill,
@@ -325,11 +326,14 @@ class Cluster:
         self.seen = 0  # rm.new read so far
         self.next_key = 0
         self.allocated_since_topup: list[tuple[str, int]] = []  # (application, shape)
+        self.refill_pending = [0] * len(SHAPES)  # pending asks of the refillers, by shape
 
     def ask(self, app: str, shape: int) -> si.AllocationAsk:
         key = f"ask-{self.next_key}"
         self.next_key += 1
         self.shape_of[key] = shape
+        if self.refiller(app):
+            self.refill_pending[shape] += 1
         return si.AllocationAsk(
             allocation_key=key,
             application_id=app,
@@ -347,6 +351,7 @@ class Cluster:
             shape = self.shape_of[alloc.allocation_key]
             self.allocated_since_topup.append((alloc.application_id, shape))
             if self.refiller(alloc.application_id):
+                self.refill_pending[shape] -= 1
                 self.running.append(Running(alloc.uuid, alloc.application_id, alloc.node_id, shape))
         return new
 
@@ -518,7 +523,8 @@ async def run_case(case: Case, clock: str, seed: int) -> dict[str, Any]:
         seconds: list[float] = []
         refilled = 0
         for b in range(case.warmup + case.batches):
-            if b and not b % TOPUP_EVERY:
+            # every 10 batches, and before a batch could find no ask of a shape it frees
+            if (b and not b % TOPUP_EVERY) or min(cluster.refill_pending) < RELEASES:
                 await core.update_allocation(cluster.topup_request())
                 await core.settle()
                 if cluster.take_new():
