@@ -33,6 +33,7 @@ SCRIPTS = [
     "bench_gang.py",
     "bench_permit.py",
     "bench_transport.py",
+    "bench_backlog.py",
 ]
 # The scripts run on the package this test run imports: src/ here, the installed compiled
 # build in ``nox -s tests_compiled``.
@@ -569,3 +570,136 @@ def test_gang_once_prints_one_run_and_writes_no_file(tmp_path: Path) -> None:
     assert figures["build"] in ("pure", "compiled")
     assert not out.exists()
     assert not PROGRESS.search(done.stderr)  # no plain runs, no tracemalloc run
+
+
+def test_backlog_percentile_is_the_nearest_rank() -> None:
+    backlog = bench_module("bench_backlog")
+    values = [float(v) for v in range(100, 0, -1)]  # 1..100, in any order
+    assert backlog.percentile(values, 99) == 99.0
+    assert backlog.percentile(values, 50) == 50.0
+    assert backlog.percentile(values, 100) == 100.0
+    # 200 batches: the 198th smallest; 10 batches: the largest; always an observed value
+    assert backlog.percentile([float(v) for v in range(1, 201)], 99) == 198.0
+    assert backlog.percentile([3.0, 1.0, 2.0] * 3 + [7.5], 99) == 7.5
+    assert backlog.percentile([4.0], 1) == 4.0
+    with pytest.raises(ValueError, match="no values"):
+        backlog.percentile([], 99)
+    with pytest.raises(ValueError, match=r"q must be in \(0, 100\]"):
+        backlog.percentile([1.0], 0)
+
+
+def test_backlog_summary_in_ms_and_per_refilled_allocation() -> None:
+    backlog = bench_module("bench_backlog")
+    seconds = [0.001, 0.002, 0.003, 0.010]
+    summary = backlog.latency_summary(seconds, 40)
+    assert summary["median_ms"] == pytest.approx(2.5)
+    assert summary["p99_ms"] == pytest.approx(10.0)
+    assert summary["max_ms"] == pytest.approx(10.0)
+    assert summary["us_per_alloc"] == pytest.approx(16e-3 / 40 * 1e6)  # 400 us
+    assert summary["refills_per_s"] == pytest.approx(40 / 16e-3)
+    # the system clock's reservations may leave every freed slot empty
+    assert backlog.latency_summary(seconds, 0)["us_per_alloc"] is None
+
+
+def test_backlog_targets_read_the_100k_cases_and_the_1m_against_1k_ratio(
+    common: ModuleType,
+) -> None:
+    backlog = bench_module("bench_backlog")
+
+    def result(case: str, median: float, p99: float) -> dict[str, Any]:
+        return {"case": case, "median_ms": median, "p99_ms": p99}
+
+    results = [
+        result("full-1k", 1.0, 3.0),
+        result("full-100k", 1.5, 12.0),
+        result("full-1m", 1.2, 4.0),
+        result("max-100k", 80.0, 130.0),
+        result("max-1m", 700.0, 800.0),  # no max-1k: no ratio
+        result("queues-1k", 10.0, 20.0),
+        result("queues-1m", 14.0, 30.0),
+    ]
+    specs = {s["name"]: s for s in backlog.target_specs(results)}
+    assert set(specs) == {
+        "median_ms.full-100k",
+        "p99_ms.full-100k",
+        "scaling.full-1m",
+        "median_ms.max-100k",
+        "p99_ms.max-100k",
+        "scaling.queues-1m",
+    }
+    assert specs["scaling.full-1m"]["value"] == pytest.approx(1.2)
+    assert specs["scaling.queues-1m"]["value"] == pytest.approx(1.4)
+    run = common.Run(
+        "backlog", argparse.Namespace(check=True, quick=False, out=None, target_scale=1.0)
+    )
+    met = {s["name"]: run.target(**s).met for s in specs.values()}
+    assert met == {
+        "median_ms.full-100k": True,  # 1.5 <= 2
+        "p99_ms.full-100k": False,  # 12 > 10
+        "scaling.full-1m": True,  # 1.2 <= 1.3
+        "median_ms.max-100k": False,
+        "p99_ms.max-100k": False,
+        "scaling.queues-1m": False,  # 1.4 > 1.3
+    }
+    assert backlog.target_specs([result("full-1k", 1.0, 2.0)]) == []
+    assert "p99 <= 10 ms" in backlog.target_note("max-100k")
+    assert backlog.target_note("queues-1m") == "med <= 1.3x queues-1k"
+    assert backlog.target_note("full-1k") == ""
+
+
+@pytest.mark.parametrize("name", ["full-1m", "max-1m", "queues-1m"])
+def test_backlog_fill_makes_every_node_exactly_full(name: str) -> None:
+    backlog = bench_module("bench_backlog")
+    case = backlog.CASES[name]
+    shapes = backlog.SHAPES
+    # no shape fits inside another: a freed slot takes only an ask of its own shape
+    for a in shapes:
+        for b in shapes:
+            assert a == b or not (a[0] <= b[0] and a[1] <= b[1])
+    plan = backlog.fill_plan(case)
+    nodes_of = [sum(1 for i in range(case.nodes) if backlog.node_shape(i) == k) for k in range(5)]
+    assert [sum(n for _, n in stage) for stage in plan] == [backlog.SLOTS * n for n in nodes_of]
+    config, leaves = backlog.queues_yaml(case)
+    if case.kind == "max":
+        memory, vcore = backlog.max_of_a(case)
+        held = [n for stage in plan for app, n in stage if app == "app-a"]
+        assert sum(held) == case.nodes * backlog.SLOTS // 2
+        assert f"max: {{memory: {memory}, vcore: {vcore}}}" in config
+    if case.kind == "queues":
+        assert len(leaves) == 100 and case.apps == 1_000
+        assert {app for stage in plan for app, _ in stage} == {
+            f"app-{a + 1}" for a in range(case.apps)
+        }
+
+
+def test_backlog_refills_every_freed_slot_and_times_the_set_up(tmp_path: Path) -> None:
+    done, doc = run_script(
+        "bench_backlog.py",
+        tmp_path / "out.json",
+        *("--cases", "max-1k,full-100k,queues-1k", "--batches", "12", "--warmup", "0"),
+    )
+    assert done.returncode == 0, done.stderr
+    labels = re.findall(r"^\[\d+/3\] ([\w-]+): .* 12 batches: median ", done.stderr, re.M)
+    assert labels == ["max-1k", "full-100k", "queues-1k"]
+    assert doc["clock"] == "manual"
+    for res in doc["results"]:
+        # 12 batches of 10 releases, each freed slot refilled (a top-up on the way)
+        assert (res["batches"], res["refilled"], len(res["latencies_ms"])) == (12, 120, 12)
+        assert res["max_ms"] >= res["p99_ms"] >= res["median_ms"] > 0
+        assert res["fill_allocations"] == res["nodes"] * 10
+        assert 0 < res["fill_seconds"] < res["setup_seconds"]
+        assert res["rss_bytes"] >= res["setup_rss_bytes"] > 10 * 2**20
+        assert res["load_before"] is not None and res["load_after"] is not None
+        assert res["build"] in ("pure", "compiled")
+    assert set(doc["targets"]) == {"median_ms.full-100k", "p99_ms.full-100k"}
+    assert "set-up s" in done.stdout and "load average" in done.stdout
+    assert "med <= 2 ms, p99 <= 10 ms" in done.stdout
+
+
+def test_backlog_refuses_an_unknown_case_or_clock() -> None:
+    done = run_bench("bench_backlog.py", "--cases", "full-10m")
+    assert done.returncode != 0
+    assert "unknown case full-10m" in done.stderr
+    done = run_bench("bench_backlog.py", "--clock", "wall")
+    assert done.returncode != 0
+    assert "unknown clock wall; known: manual, system" in done.stderr
