@@ -33,10 +33,10 @@ Each case runs in a fresh subprocess that tunes its collector as a daemon does
 then the backlog in requests of 100,000 asks) is timed, and its peak RSS is its own. The
 clock is a ``ManualClock`` (``--clock manual``, the default): the reservation delay never
 passes, so no ask reserves a node. ``--clock system`` runs on the system clock and waits
-for the delay (2 s) before the batches: every pending ask may then reserve a node, which is
-much slower (a pass looks at every node for each ask that may reserve: minutes at 100,000
-pending), and a freed slot on a node reserved for an ask of another shape stays empty, so
-a batch refills what it can and the table counts it.
+for the delay (2 s, and the pass it wakes) before the batches: every pending ask may then
+reserve a node, which makes a pass slower (an ask that may reserve looks at every node),
+and a freed slot on a node reserved for an ask of another shape stays empty, so a batch
+refills what it can and the table counts it (``refilled``).
 
 The table has, per case, the median, p99 (nearest rank) and largest release->refill
 latency over the measured batches (after 5 warm-up batches), the wall time per refilled
@@ -54,9 +54,9 @@ Targets (from the issue; read on the build this interpreter imports):
         [--clock manual|system] [--seed N] [--quick] [--check] [--out FILE]
 
 ``--batches`` sets the measured batches of every case (default: 200, and 100 for the
-*-1m cases, whose batches take most of a second each: the default run takes about 7
-minutes on 2 cores, 1.3 GB at most). ``--quick`` runs tiny versions of the cases (50 nodes,
-50 to 500 pending, 3 batches after 1 warm-up).
+*-1m cases, whose batches take most of a second each today: the default run took under 7
+minutes on 2 cores, and a 1m case's process about 650 MB). ``--quick`` runs tiny versions
+of the cases (50 nodes, 50 to 500 pending, 3 batches after 1 warm-up).
 """
 
 from __future__ import annotations
