@@ -142,6 +142,13 @@ class NodeIndex:
     Ranks follow node id order: a node whose id sorts after every other takes the next
     rank; any other new node has every node ranked again (once, before the index is next
     used), which a batch of new nodes pays once.
+
+    A size that no node has room for is remembered (``_dead``), with the nodes that may
+    have gained room since (``_grown``: every node updated, refreshed or added while some
+    size is remembered). Asked for it again, the index looks only at those nodes: a full
+    cluster answers "no room" for a size without walking every node, and a node that frees
+    up is found as the heap would find it (the fitting node with the lowest key). The
+    memory is forgotten when it outgrows the nodes or the nodes are ranked again.
     """
 
     POLICIES: ClassVar[tuple[str, ...]] = ("fair", "binpacking")  # ClassVar: mypyc reads it
@@ -158,6 +165,10 @@ class NodeIndex:
         self._next_rank = 0
         self._last_id = ""  # the greatest node id ranked so far
         self._rerank = False  # a node came in out of id order: rank them all again
+        # Sizes no indexed node had room for, each with the position in ``_grown`` from
+        # which the nodes that may have gained room since are listed.
+        self._dead: dict[Size, int] = {}
+        self._grown: list[Node] = []
 
     def _set_factors(self, node: Node) -> None:
         weights = [(n, w, node.capacity.get(n, 0)) for n, w in self.weights.items()]
@@ -198,6 +209,7 @@ class NodeIndex:
     def _rank_all(self) -> None:
         """Rank every node by id again and rebuild the heap (a node came in out of order)."""
         self._rerank = False
+        self._forget_dead()  # every key is made again
         by_rank: dict[int, Node] = {}
         for rank, node_id in enumerate(sorted(self.by_id)):
             node = self.by_id[node_id]
@@ -212,6 +224,8 @@ class NodeIndex:
     def refresh(self, node: Node) -> None:
         """Re-sort ``node`` after its capacity changed."""
         if node.index_key is not None:
+            if self._dead:
+                self._may_have_grown(node)
             self._set_factors(node)
             if not self._rerank:
                 self._push(node, self._key(node))
@@ -221,6 +235,8 @@ class NodeIndex:
             self.update(node)
             return
         self.by_id[node.node_id] = node
+        if self._dead:
+            self._may_have_grown(node)
         self._set_factors(node)
         self._rank(node)
         if self._rerank:
@@ -238,8 +254,12 @@ class NodeIndex:
     def update(self, node: Node) -> None:
         """Re-sort ``node`` after its usage changed."""
         old = node.index_key
-        if old is None or self._rerank:
-            return  # not indexed, or every key is made again before the next use
+        if old is None:
+            return  # not indexed
+        if self._dead:
+            self._may_have_grown(node)
+        if self._rerank:
+            return  # every key is made again before the next use
         key = self._key(node)
         if key != old:
             heap = self._heap
@@ -265,6 +285,26 @@ class NodeIndex:
         ``Ask.size`` holds it: name and quantity pairs) available."""
         if self._rerank:
             self._rank_all()
+        if exclude:
+            return self._walk(size, exclude)
+        dead = self._dead
+        since = dead.get(size)
+        if since is None:
+            found = self._walk(size, exclude)
+            if found is None:
+                dead[size] = len(self._grown)
+            return found
+        found = self._first_grown(size, since)
+        if found is None:
+            dead[size] = len(self._grown)  # no room still: look from here next time
+        else:
+            del dead[size]
+            if not dead:
+                self._grown.clear()
+        return found
+
+    def _walk(self, size: Size, exclude: set[str] | frozenset[str]) -> Node | None:
+        """``first_fit`` by the heap: in key order until a node has room."""
         heap = self._heap
         by_rank = self._by_rank
         held: list[int] = []
@@ -287,6 +327,35 @@ class NodeIndex:
         for key in held:
             heappush(heap, key)
         return found
+
+    def _first_grown(self, size: Size, since: int) -> Node | None:
+        """Of the nodes that may have gained room since ``size`` found none, the one with
+        room and the lowest key (the one the heap would give: no other node has room)."""
+        best: Node | None = None
+        best_key = 0
+        grown = self._grown
+        for i in range(since, len(grown)):
+            node = grown[i]
+            key = node.index_key
+            if key is None or (best is not None and key >= best_key):
+                continue  # no longer indexed, or after the best so far
+            available = node.available
+            for name, v in size:
+                if v > available.get(name, 0):
+                    break
+            else:
+                best, best_key = node, key
+        return best
+
+    def _may_have_grown(self, node: Node) -> None:
+        grown = self._grown
+        grown.append(node)
+        if len(grown) > 2 * len(self.by_id) + 64:
+            self._forget_dead()  # cheaper to walk the heap again than to read all these
+
+    def _forget_dead(self) -> None:
+        self._dead.clear()
+        self._grown.clear()
 
     def nodes(self) -> Iterable[Node]:
         """The indexed nodes in no particular order."""

@@ -91,8 +91,10 @@ async def test_a_taken_port_is_named_with_its_option(option: str, taken: int) ->
 
 def test_scheduler_serve_says_which_address_is_taken(taken: int) -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "scheduler", "serve", "--native", "tcp://127.0.0.1:0"]
-        + ["--grpc", "", "--http", f"127.0.0.1:{taken}"],
+        [
+            *(sys.executable, "-m", "scheduler", "serve", "--native", "tcp://127.0.0.1:0"),
+            *("--grpc", "", "--http", f"127.0.0.1:{taken}"),
+        ],
         capture_output=True,
         text=True,
         timeout=60,

@@ -869,3 +869,59 @@ def test_node_index_matches_a_brute_force_order(
     fitting = [i for i in expected if live[i].available.get("memory", 0) >= 5]
     chosen = index.first_fit(size({"memory": 5}))
     assert (chosen.node_id if chosen else None) == (fitting[0] if fitting else None)
+
+
+@pytest.mark.parametrize("policy", ["fair", "binpacking"])
+@given(
+    ops=st.lists(st.tuples(st.integers(0, 4), st.integers(0, 12), st.integers(0, 9)), max_size=80)
+)
+def test_first_fit_remembers_sizes_without_room_and_finds_what_frees_up(
+    policy: str, ops: list[tuple[int, int, int]]
+) -> None:
+    """A size that no node had room for is remembered, and only the nodes that may have
+    gained room since are looked at for it. After any run of nodes added (in any id order),
+    removed and added again, allocations made and released, and capacities changed,
+    first_fit gives the node that the walk of the whole heap gives, for every size."""
+    index = NodeIndex(policy)
+    live: dict[str, Node] = {}
+    sizes = [
+        size({"memory": m, "vcore": v})
+        for m, v in ((10, 1), (40, 2), (60, 8), (90, 3), (100, 10), (200, 1))
+    ]
+    for op, n, amount in ops:
+        node_id = f"n{n:02d}"
+        node = live.get(node_id)
+        if op == 0 and node is None:
+            live[node_id] = node = make_node(node_id)
+            index.add(node)
+        elif op == 1 and node is not None:
+            index.discard(live.pop(node_id))
+        elif op == 2 and node is not None:
+            node.add_allocation(make_alloc(node_id=node_id, memory=amount * 10, vcore=amount))
+            index.update(node)
+        elif op == 3 and node is not None and node.allocations:
+            node.remove_allocation(next(iter(node.allocations)))
+            index.update(node)
+        elif op == 4 and node is not None:
+            node.capacity = {"memory": 50 + amount * 20, "vcore": 5 + amount}
+            node.refresh_available()
+            index.refresh(node)
+        for s in sizes:
+            assert index.first_fit(s) is index._walk(s, frozenset()), (s, ops)
+
+
+def test_a_full_cluster_answers_no_room_from_memory_and_finds_a_freed_node() -> None:
+    """The backlog's case: every node full; a size is refused without a walk of the nodes
+    the second time, and a release makes exactly the freed node the answer."""
+    nodes = [make_node(f"n{i:02d}", used_memory=100, used_vcore=10) for i in range(20)]
+    index = index_of("fair", *nodes)
+    wanted = size({"memory": 30, "vcore": 3})
+    assert index.first_fit(wanted) is None
+    assert index.first_fit(wanted) is None  # from memory: nothing changed since
+    freed = nodes[7]
+    freed.remove_allocation(next(iter(freed.allocations)))
+    index.update(freed)
+    assert index.first_fit(wanted) is freed
+    freed.add_allocation(make_alloc(node_id="n07", memory=100, vcore=10))  # full again
+    index.update(freed)
+    assert index.first_fit(wanted) is None
