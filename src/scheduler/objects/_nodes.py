@@ -147,8 +147,10 @@ class NodeIndex:
     have gained room since (``_grown``: every node updated, refreshed or added while some
     size is remembered). Asked for it again, the index looks only at those nodes: a full
     cluster answers "no room" for a size without walking every node, and a node that frees
-    up is found as the heap would find it (the fitting node with the lowest key). The
-    memory is forgotten when it outgrows the nodes or the nodes are ranked again.
+    up is found as the heap would find it (the fitting node with the lowest key). The size
+    stays remembered when such a node is found (every node with room for it is still among
+    those listed since), until a look finds none again; the memory is forgotten when it
+    outgrows the nodes or the nodes are ranked again.
     """
 
     POLICIES: ClassVar[tuple[str, ...]] = ("fair", "binpacking")  # ClassVar: mypyc reads it
@@ -297,10 +299,8 @@ class NodeIndex:
         found = self._first_grown(size, since)
         if found is None:
             dead[size] = len(self._grown)  # no room still: look from here next time
-        else:
-            del dead[size]
-            if not dead:
-                self._grown.clear()
+        # Found or not, every node with room for ``size`` is still among those listed
+        # from ``dead[size]`` on: the next ask of the size looks there again.
         return found
 
     def _walk(self, size: Size, exclude: set[str] | frozenset[str]) -> Node | None:
