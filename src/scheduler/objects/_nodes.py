@@ -287,24 +287,16 @@ class NodeIndex:
         ``Ask.size`` holds it: name and quantity pairs) available."""
         if self._rerank:
             self._rank_all()
-        if exclude:
-            return self._walk(size, exclude)
         dead = self._dead
-        since = dead.get(size)
-        if since is None:
-            found = self._walk(size, exclude)
-            if found is None:
-                dead[size] = len(self._grown)
-            return found
-        found = self._first_grown(size, since)
-        if found is None:
-            dead[size] = len(self._grown)  # no room still: look from here next time
-        # Found or not, every node with room for ``size`` is still among those listed
-        # from ``dead[size]`` on: the next ask of the size looks there again.
-        return found
-
-    def _walk(self, size: Size, exclude: set[str] | frozenset[str]) -> Node | None:
-        """``first_fit`` by the heap: in key order until a node has room."""
+        if dead and not exclude:
+            since = dead.get(size)
+            if since is not None:
+                found = self._first_grown(size, since)
+                if found is None:
+                    dead[size] = len(self._grown)  # no room still: look from here next
+                # Found or not, every node with room for ``size`` is still among those
+                # listed from ``dead[size]`` on: the next ask of the size looks there.
+                return found
         heap = self._heap
         by_rank = self._by_rank
         held: list[int] = []
@@ -326,6 +318,8 @@ class NodeIndex:
             held.append(heappop(heap))
         for key in held:
             heappush(heap, key)
+        if found is None and not exclude:
+            dead[size] = len(self._grown)  # no node has room: remember it
         return found
 
     def _first_grown(self, size: Size, since: int) -> Node | None:
