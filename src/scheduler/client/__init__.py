@@ -37,7 +37,7 @@ from collections.abc import AsyncIterator
 from urllib.parse import urlsplit
 
 from scheduler._errors import SchedulerError
-from scheduler.client._native import RemoteCore, _open
+from scheduler.client._native import RemoteCore, connect_native
 from scheduler.daemon._tls import TLSArg
 from scheduler.si._wire import MAX_FRAME
 
@@ -84,10 +84,7 @@ async def connect(
         ) as core:
             yield core
         return
-    stream = await _open(target, timeout, tls)
-    remote = RemoteCore(stream, target, max_frame)
-    try:
-        await remote._start(token, timeout)
-        yield remote
-    finally:
-        await remote.aclose()
+    async with connect_native(
+        target, token=token, max_frame=max_frame, timeout=timeout, tls=tls
+    ) as core:
+        yield core

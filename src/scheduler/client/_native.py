@@ -9,6 +9,7 @@ import asyncio
 import contextlib
 import itertools
 import ssl
+from collections.abc import AsyncIterator
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -27,6 +28,7 @@ from scheduler.si._callback import (
     overrides,
 )
 from scheduler.si._wire import (
+    MAX_FRAME,
     RECEIVE_BYTES,
     AllocationCall,
     AllocationPush,
@@ -51,7 +53,7 @@ from scheduler.si._wire import (
     encode,
 )
 
-__all__ = ["RemoteCore", "expect", "is_remote_error", "remote_error"]
+__all__ = ["RemoteCore", "connect_native", "expect", "is_remote_error", "remote_error"]
 
 _ERRORS: dict[str, type[Exception]] = {
     "SchedulerError": SchedulerError,
@@ -59,6 +61,26 @@ _ERRORS: dict[str, type[Exception]] = {
     "NotFoundError": NotFoundError,
 }
 _log = logger.bind(transport="native")
+
+
+@contextlib.asynccontextmanager
+async def connect_native(
+    target: str,
+    *,
+    token: str = "",
+    max_frame: int = MAX_FRAME,
+    timeout: float = 30.0,
+    tls: TLSArg = None,
+) -> AsyncIterator[RemoteCore]:
+    """``scheduler.client.connect`` for the native transport's targets (``tcp://``,
+    ``unix://``, ``tls://``): connected and welcomed; closed when the block is left."""
+    stream = await _open(target, timeout, tls)
+    remote = RemoteCore(stream, target, max_frame)
+    try:
+        await remote._start(token, timeout)
+        yield remote
+    finally:
+        await remote.aclose()
 
 
 def _tls_reason(exc: BaseException | None) -> str:
