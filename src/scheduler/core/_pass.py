@@ -63,6 +63,12 @@ class Scheduler:
         self.reserve_due: float | None = None
         self._no_reserve: set[Size] = set()  # sizes no node can hold
         self.checks_predicates = False  # an RM that checks predicates gets no reservations
+        # Walk the pending asks of an application by shape (its asks grouped by size, a
+        # size no node or quota can hold skipped as a whole) rather than ask by ask. The
+        # two place the same asks on the same nodes in the same order; the ask-by-ask walk
+        # is kept for an RM that checks predicates, and as the reference the tests hold
+        # the walk by shape to.
+        self.by_shape = True
         self._reserved = partition.reservations.by_node  # the same dict, read on every pass
         self._root = partition.root
         # A member of a Strict permit gang failed: the walk stops there, the group rolls
