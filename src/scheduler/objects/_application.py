@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from bisect import bisect_right
-from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from enum import StrEnum
-from itertools import chain
 from typing import TYPE_CHECKING
 
 from scheduler.objects._asks import Allocation, Ask
 from scheduler.objects._nodes import Reservation
+from scheduler.objects._pending import PendingAsks
 from scheduler.objects._priority import MIN_PRIORITY, app_priority_moved
 from scheduler.objects._resources import Res, Size, add_into, add_scaled_into, fits, sub_into
 
@@ -95,177 +93,6 @@ def next_state(state: AppState, event: AppEvent) -> AppState:
         return _NEXT[(state, event)]
     except KeyError:
         raise InvalidTransition(f"no transition for {event} from {state}") from None
-
-
-_CHUNK = 256  # asks per chunk of a bucket
-
-
-def _order(ask: Ask) -> tuple[float, str, int]:
-    """Where an ask goes among the asks of its priority: by age, a permit gang's members
-    by the age of their gang and then its id (Koordinator's queue sort), so they stay
-    together; then by arrival."""
-    gang = ask.gang
-    if gang is None:
-        return (ask.created, "", ask.seq)
-    return (ask.gang_time, gang.gang_id, ask.seq)
-
-
-class _Bucket:
-    """The asks of one priority in order, as a run of small insertion-ordered dicts
-    (chunks of at most ``_CHUNK`` asks, oldest first).
-
-    A dict keeps the slot of a deleted entry and iterating skips such holes one by one,
-    so a single dict drained from the front (as a pass places its asks) makes every walk
-    scan all the asks placed so far. Here a walk scans at most the holes of one chunk
-    before its first ask: a chunk that empties is dropped, and none holds more than
-    ``_CHUNK`` slots. Adding and removing are O(1).
-    """
-
-    __slots__ = ("_room", "chunks", "where")
-
-    def __init__(self) -> None:
-        self.chunks: deque[dict[str, Ask]] = deque()
-        self.where: dict[str, dict[str, Ask]] = {}  # allocation key -> its chunk
-        self._room = 0  # slots left in the last chunk
-
-    def append(self, ask: Ask) -> None:
-        if not self._room:
-            self.chunks.append({})
-            self._room = _CHUNK
-        chunk = self.chunks[-1]
-        chunk[ask.allocation_key] = ask
-        self.where[ask.allocation_key] = chunk
-        self._room -= 1
-
-    def remove(self, key: str) -> None:
-        """Remove the ask of ``key`` (KeyError if there is none)."""
-        chunk = self.where.pop(key)
-        del chunk[key]
-        if chunk:
-            return
-        chunks = self.chunks
-        if chunk is chunks[-1]:
-            self._room = 0  # the chunks left are full: the next ask starts one
-        if chunk is chunks[0]:
-            chunks.popleft()
-        else:
-            for i, c in enumerate(chunks):
-                if c is chunk:
-                    del chunks[i]
-                    break
-
-    def last(self) -> Ask:
-        return next(reversed(self.chunks[-1].values()))
-
-    def values(self) -> Iterable[Ask]:
-        chunks = self.chunks
-        if len(chunks) == 1:
-            return chunks[0].values()
-        return chain.from_iterable(map(dict.values, chunks))
-
-    def __len__(self) -> int:
-        return len(self.where)
-
-
-class PendingAsks:
-    """Asks with pending allocations, by priority (high first) and then age (old first);
-    the members of a permit gang by the age of their gang (``_order``).
-
-    One ``_Bucket`` per priority: asks are numbered as they arrive, so appending keeps
-    each bucket in age order, and adding or removing an ask is O(1) (a new priority is the
-    only sort, and priorities are few).
-    """
-
-    __slots__ = ("_buckets", "_ordered", "_priorities")
-
-    def __init__(self) -> None:
-        self._buckets: dict[int, _Bucket] = {}
-        self._priorities: list[int] = []  # high first
-        self._ordered = False  # a permit gang member came: keep each bucket in ``_order``
-
-    def add(self, ask: Ask) -> bool:
-        """Add ``ask``; True if its priority is new here (the highest may have moved)."""
-        if ask.gang is not None:
-            self._ordered = True
-        bucket = self._buckets.get(ask.priority)
-        if bucket is not None:
-            if self._ordered and _order(ask) < _order(bucket.last()):
-                self._insert(bucket, ask)
-            else:
-                bucket.append(ask)
-            return False
-        bucket = self._buckets[ask.priority] = _Bucket()
-        bucket.append(ask)
-        self._priorities.append(ask.priority)
-        self._priorities.sort(reverse=True)
-        return True
-
-    def extend(self, asks: Iterable[Ask]) -> bool:
-        """``add`` each of ``asks`` (no permit gang member among them), in order; True if
-        a priority is new here."""
-        moved = False
-        if self._ordered:
-            for ask in asks:
-                moved = self.add(ask) or moved
-            return moved
-        buckets = self._buckets
-        priority: int | None = None
-        append = None
-        for ask in asks:
-            if ask.priority != priority:
-                priority = ask.priority
-                found = buckets.get(priority)
-                if found is None:
-                    moved = self.add(ask) or moved
-                    append = buckets[priority].append
-                    continue
-                append = found.append
-            assert append is not None
-            append(ask)
-        return moved
-
-    def remove(self, ask: Ask) -> bool:
-        """Remove ``ask``; True if it was the last of its priority."""
-        priority = ask.priority
-        bucket = self._buckets[priority]
-        bucket.remove(ask.allocation_key)
-        if bucket.where:
-            return False
-        del self._buckets[priority]
-        self._priorities.remove(priority)
-        return True
-
-    def _insert(self, bucket: _Bucket, ask: Ask) -> None:
-        """Put ``ask`` in its place in ``bucket`` (a member of an older gang came late):
-        the bucket is made again."""
-        asks = list(bucket.values())
-        key = _order(ask)
-        at = bisect_right([_order(a) for a in asks], key)
-        asks.insert(at, ask)
-        again = self._buckets[ask.priority] = _Bucket()
-        for a in asks:
-            again.append(a)
-
-    def highest(self) -> int:
-        """The highest priority of the asks, ``MIN_PRIORITY`` when there are none."""
-        return self._priorities[0] if self._priorities else MIN_PRIORITY
-
-    def __iter__(self) -> Iterator[Ask]:
-        buckets = self._buckets
-        for priority in self._priorities:
-            yield from buckets[priority].values()
-
-    def in_order(self) -> Iterable[Ask]:
-        """``iter(self)``, cheaper when there is one priority (the usual case)."""
-        if len(self._priorities) == 1:
-            return self._buckets[self._priorities[0]].values()
-        return iter(self)
-
-    def __len__(self) -> int:
-        return sum(len(b) for b in self._buckets.values())
-
-    def __bool__(self) -> bool:
-        return bool(self._priorities)
 
 
 class TaskGroup:

@@ -93,6 +93,7 @@ class Ask(msgspec.Struct, kw_only=True, gc=False, repr_omit_defaults=True):
     seq: int = 0
     pending: int = -1  # allocations still wanted; starts at max_allocations
     size: Size = ()  # the resource as a hashable value
+    gid: int = 0  # the group of its application's pending asks it is in (``_pending``)
 
     def __post_init__(self) -> None:
         if self.pending < 0:

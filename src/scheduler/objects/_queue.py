@@ -13,6 +13,7 @@ from sortedcontainers import SortedDict
 
 from scheduler.config._parser import APPLICATION_SORT_POLICY
 from scheduler.objects._application import AppState
+from scheduler.objects._pending import Shapes
 from scheduler.objects._priority import (
     PrioritySettings,
     app_priority_moved,
@@ -88,6 +89,8 @@ class Queue:
         self.pending_list: list[Application] = []
         # The children with pending work: what scheduling walks below a parent.
         self.pending_children: dict[str, Queue] = {}
+        # A leaf's shapes of pending asks: what the pass reads to skip it as a whole.
+        self.shapes = Shapes()
         # Those of them not stopped, in the order scheduling tries them, and their keys
         # (ascending, one per child, in step): kept sorted as children change (see
         # ``sorted_children``). A child whose key may have moved waits in ``_dirty``.
@@ -419,6 +422,9 @@ class Queue:
         app.queue = self
         app.queue_name = self.path
         self.applications[app.application_id] = app
+        app.pending_asks.shapes_to = self.shapes
+        for size, created in app.pending_asks.shapes():
+            self.shapes.came(size, created)
         self.pending_changed(app)
         if app.pending_asks:
             app_priority_moved(self, app)
@@ -426,6 +432,10 @@ class Queue:
     def remove_application(self, app: Application) -> None:
         if self.applications.get(app.application_id) is app:
             del self.applications[app.application_id]
+            if app.pending_asks.shapes_to is self.shapes:
+                app.pending_asks.shapes_to = None
+                for size, _ in app.pending_asks.shapes():
+                    self.shapes.gone(size)
             if self._unlist(app):
                 app_priority_moved(self, app)
 

@@ -10,10 +10,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from scheduler import si
-from scheduler.objects._application import Application, PendingAsks
+from scheduler.objects._application import Application
 from scheduler.objects._asks import Allocation, Ask
 from scheduler.objects._nodes import Node, NodeIndex
 from scheduler.objects._outbox import Outbox
+from scheduler.objects._pending import PendingAsks
 from scheduler.objects._queue import Queue, QueueStatus
 from scheduler.objects._resources import Res
 
@@ -327,12 +328,51 @@ def test_pending_asks_drained_in_the_middle_and_at_the_back() -> None:
     assert pending.remove(more[-1]) is True and not pending
 
 
-def test_pending_asks_are_keyed_by_allocation_key() -> None:
+def test_pending_asks_remove_the_ask_they_hold_not_another_of_its_key() -> None:
     pending = PendingAsks()
-    pending.add(make_ask("a"))
+    a = make_ask("a")
+    pending.add(a)
     pending.add(make_ask("b"))
-    pending.remove(make_ask("a"))  # another object with the same key and priority
-    assert [a.allocation_key for a in pending] == ["b"]
+    with pytest.raises(KeyError):
+        pending.remove(make_ask("a"))  # another object with the same key: not held here
+    pending.remove(a)
+    assert [x.allocation_key for x in pending] == ["b"]
+
+
+def test_pending_asks_group_by_shape_and_merge_in_age_order() -> None:
+    """Asks of several shapes at one priority are grouped by shape, and walked in age
+    order across the groups; the asks the pass looks at one by one are a group of their
+    own. A group goes when its last ask does."""
+    pending = PendingAsks()
+    asks = [make_ask(f"k{i}", memory=10 * (1 + i % 3), seq=i) for i in range(9)]
+    bound = make_ask("bound", seq=9)
+    bound.required_node = "node-1"
+    for ask in [*asks, bound]:
+        pending.add(ask)
+    assert list(pending.in_order()) == [*asks, bound]
+    (level,) = pending.levels()
+    assert {size: len(g) for size, g in level.items()} == {
+        (("memory", 10),): 3,
+        (("memory", 20),): 3,
+        (("memory", 30),): 3,
+        None: 1,
+    }
+    for ask in asks[1::3]:
+        pending.remove(ask)
+    assert (("memory", 20),) not in next(pending.levels())
+    assert list(pending) == [a for a in asks if a not in asks[1::3]] + [bound]
+
+
+def test_pending_asks_put_a_late_older_ask_in_its_place() -> None:
+    """An ask that comes back pending (a replacement fell through) goes back to its place
+    by age, as YuniKorn sorts asks by priority and then creation time."""
+    pending = PendingAsks()
+    asks = [make_ask(f"k{i}", seq=i) for i in range(5)]
+    for ask in asks:
+        pending.add(ask)
+    pending.remove(asks[1])
+    pending.add(asks[1])
+    assert list(pending.in_order()) == asks
 
 
 def test_pending_asks_remove_of_unknown_ask_raises() -> None:
