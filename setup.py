@@ -33,6 +33,7 @@ COMPILED = [
     "scheduler/objects/_asks.py",
     "scheduler/objects/_nodes.py",
     "scheduler/objects/_application.py",
+    "scheduler/objects/_pending.py",
     "scheduler/objects/_queue.py",
     "scheduler/objects/_priority.py",
     "scheduler/objects/_ugm.py",
@@ -44,6 +45,7 @@ COMPILED = [
     "scheduler/config/_quantity.py",
     # core: the pass, the partition (a subclass of the compiled PartitionState must be
     # compiled too), events, and the small actors
+    "scheduler/core/_walk.py",
     "scheduler/core/_pass.py",
     "scheduler/core/_partition.py",
     "scheduler/core/_outstanding.py",

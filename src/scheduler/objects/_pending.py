@@ -122,23 +122,22 @@ class Group:
             return chunks[0].values()
         return chain.from_iterable(map(dict.values, chunks))
 
-    def first_created_after(self, cutoff: float) -> Ask | None:
-        """The first ask created after ``cutoff`` (the asks are in age order), found by
+    def first_due_after(self, now: float, delay: float) -> Ask | None:
+        """The first ask not ``delay`` old at ``now`` (the asks are in age order), found by
         halving over the chunks and then within one: no walk of the asks before it."""
         chunks = self.chunks
         lo, hi = 0, len(chunks)
-        while lo < hi:  # the first chunk whose last ask is younger than the cutoff
+        while lo < hi:  # the first chunk whose last ask is too young
             mid = (lo + hi) // 2
-            if next(reversed(chunks[mid].values())).created > cutoff:
+            if now < next(reversed(chunks[mid].values())).created + delay:
                 hi = mid
             else:
                 lo = mid + 1
-        if lo == len(chunks):
-            return None
-        for ask in chunks[lo].values():
-            if ask.created > cutoff:
-                return ask
-        return None  # pragma: no cover - the chunk's last ask is younger
+        if lo < len(chunks):
+            for ask in chunks[lo].values():
+                if now < ask.created + delay:
+                    return ask
+        return None
 
     def __len__(self) -> int:
         return len(self.where)

@@ -1,0 +1,601 @@
+"""The walk of a scheduling pass: the next proposal, made without changing anything.
+
+``Walk.propose`` reads queues, applications and nodes directly (no mailbox round trip per
+queue, application or node) and returns the next ``Proposal``; the pass
+(``scheduler.core._pass``) commits it. The walk goes down the queues in their order, then
+the applications of a leaf, then their pending asks in order, and proposes the first ask a
+node has room for (or that may reserve one). By shape (``Walk.by_shape``): the pending asks
+of an application are kept in groups of one shape (``scheduler.objects._pending``), and a
+group, an application, a leaf or a whole subtree that nothing in it can be placed is
+passed over as a whole, so a pass costs what can change, not what waits. The ask-by-ask
+walk is kept: for an RM that checks predicates (an ask the RM refused a node for is its own
+case), and as the reference the tests hold the walk by shape to: both make the same
+proposals in the same order.
+
+``Reserve`` is the reservations' part: which ask may reserve a node, and which node.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from heapq import merge
+from typing import TYPE_CHECKING, Final
+
+import msgspec
+
+from scheduler.objects._application import Application, AppState
+from scheduler.objects._asks import Allocation, Ask
+from scheduler.objects._nodes import Node
+from scheduler.objects._pending import Group, order
+from scheduler.objects._resources import Size, fits, fits_under_max
+
+if TYPE_CHECKING:
+    from scheduler.core._partition import Partition
+    from scheduler.gangs._permit import Gang
+    from scheduler.objects._queue import Queue
+    from scheduler.objects._ugm import Charge
+
+__all__ = ["MANY_SHAPES", "SCHEDULABLE_STATES", "Proposal", "Reserve", "Walk"]
+
+SCHEDULABLE_STATES = frozenset(
+    {AppState.ACCEPTED, AppState.STARTING, AppState.RUNNING, AppState.COMPLETING}
+)
+# An enum member read for every application walked: a module constant is a fast global
+# lookup, where ``AppState.ACCEPTED`` is a slow class attribute lookup in 3.11.
+_ACCEPTED: Final = AppState.ACCEPTED
+# More groups of asks than this at one priority of an application: walk them ask by ask.
+MANY_SHAPES: Final = 32
+
+
+class Proposal(msgspec.Struct, gc=False):
+    """A read-only scheduling decision: allocate one of ``ask`` on ``node``."""
+
+    application: Application
+    ask: Ask
+    node: Node
+    reserve: bool = False  # reserve the node for the ask instead of allocating
+    replace: Allocation | None = None  # the placeholder the (real) ask takes the place of
+    # Made by the walk with every check ``commit`` makes (``_propose_in_leaf``); only a
+    # commit in the same turn may rely on it.
+    checked: bool = False
+
+    def __repr__(self) -> str:
+        what = "reserve" if self.reserve else "replace" if self.replace else "allocate"
+        return f"<Proposal {what} {self.ask!r} on {self.node.node_id}>"
+
+
+class Reserve:
+    """Reservations in the walk: whether an ask may reserve a node now, and which node."""
+
+    def __init__(self, partition: Partition) -> None:
+        self.partition = partition
+        # The earliest time a young ask that found no room may reserve: a pass sets it,
+        # and the partition's actor arms a timer for it.
+        self.reserve_due: float | None = None
+        self._no_reserve: set[Size] = set()  # sizes no free node could hold (this pass)
+        self.checks_predicates = False  # an RM that checks predicates gets no reservations
+
+    def _may_reserve(self, size: Size, oldest: float) -> bool:
+        """Whether an ask of ``size`` created at ``oldest`` or later may reserve a node now,
+        as far as the size and the age tell: None may before the reservation delay (the
+        wake-up time is left for the pass's timer), nor when no free node could hold it."""
+        p = self.partition
+        due = oldest + p.timeouts.reservation_delay
+        if p.clock() < due:
+            if self.reserve_due is None or due < self.reserve_due:
+                self.reserve_due = due
+            return False
+        return size not in self._no_reserve
+
+    def _reserve_in_group(
+        self, app: Application, group: Group, first: Ask, skip: set[int]
+    ) -> Proposal | None:
+        """No node has room for the asks of ``group``: the first of them (from ``first``)
+        that may reserve a node reserves the closest, as ``_node_to_reserve`` decides ask
+        by ask. The asks are in age order, so the first too young to reserve ends the
+        look, and the asks before it are only those that reserved already."""
+        if self.checks_predicates:
+            return None
+        p = self.partition
+        now = p.clock()
+        delay = p.timeouts.reservation_delay
+        asks = iter(group.values())
+        for ask in asks:
+            if ask is first:
+                break
+        no_reserve = self._no_reserve
+        ask = first
+        while True:
+            if not skip or id(ask) not in skip:
+                due = ask.created + delay
+                if now < due:
+                    if self.reserve_due is None or due < self.reserve_due:
+                        self.reserve_due = due
+                    return None
+                if ask.size in no_reserve:
+                    break
+                if len(app.reservations_of(ask)) < ask.pending:
+                    node = self._node_to_reserve(app, ask)
+                    if node is not None:
+                        return Proposal(app, ask, node, reserve=True)
+                    break
+            nxt = next(asks, None)
+            if nxt is None:
+                return None
+            ask = nxt
+        # No free node could hold them: the first too young to reserve leaves its time.
+        young = group.first_due_after(now, delay)
+        if young is not None:
+            due = young.created + delay
+            if self.reserve_due is None or due < self.reserve_due:
+                self.reserve_due = due
+        return None
+
+    def _node_to_reserve(self, app: Application, ask: Ask) -> Node | None:
+        """The free node that comes closest to fitting ``ask``, if the ask may reserve one.
+
+        An ask may reserve once it has waited ``reservation_delay`` and has fewer
+        reservations than pending allocations; the node must be able to hold it at all
+        (its capacity fits). Closest: the smallest sum of missing fractions (YuniKorn's
+        fit-in score). A younger ask leaves a wake-up time for the pass's timer.
+        """
+        p = self.partition
+        if self.checks_predicates or ask.required_node:
+            return None
+        due = ask.created + p.timeouts.reservation_delay
+        if p.clock() < due:
+            if self.reserve_due is None or due < self.reserve_due:
+                self.reserve_due = due
+            return None
+        if ask.size in self._no_reserve or len(app.reservations_of(ask)) >= ask.pending:
+            return None
+        best: Node | None = None
+        best_score = 0.0
+        items = ask.size
+        for node in p.index.nodes():
+            capacity = node.capacity
+            available = node.available
+            score = 0.0
+            for name, v in items:
+                if v > capacity.get(name, 0):
+                    break
+                free = available.get(name, 0)
+                if free < v:
+                    score += (v - free) / v
+            else:
+                if best is None or score < best_score:
+                    best, best_score = node, score
+        if best is None:
+            self._no_reserve.add(items)
+        return best
+
+
+class Walk(Reserve):
+    """The proposals of one partition's pass."""
+
+    def __init__(self, partition: Partition) -> None:
+        super().__init__(partition)
+        # Walk the pending asks of an application by shape (its asks grouped by size, a
+        # size no node or quota can hold skipped as a whole) rather than ask by ask. The
+        # two place the same asks on the same nodes in the same order; the ask-by-ask walk
+        # is kept for an RM that checks predicates, and as the reference the tests hold
+        # the walk by shape to.
+        self.by_shape = True
+        self._reserved = partition.reservations.by_node  # the same dict, read on every pass
+        self._root = partition.root
+        # A member of a Strict permit gang failed: the walk stops there, the group rolls
+        # back (``PermitGangs.after_propose``) and the pass walks again with its room free.
+        self._walk_stopped = False
+
+    # ========================================================================= proposals
+    def propose(
+        self, skip: set[int] | None = None, no_node: set[Size] | None = None
+    ) -> Proposal | None:
+        """The next allocation to make, computed without changing anything.
+
+        ``skip`` (ask ids) and ``no_node`` (ask sizes no node has room for) carry what a
+        pass already learned; they are filled in as asks fail.
+        """
+        self._walk_stopped = False
+        if not self._root.pending:
+            return None
+        p = self.partition
+        skip = set() if skip is None else skip
+        no_node = set() if no_node is None else no_node
+        if self._reserved:
+            proposal = self._propose_reserved(skip, no_node)
+            if proposal is not None:
+                return proposal
+        if not p.index.by_id and not self._free_placeholders() and not p.permits.holding():
+            # No free node; a replacement needs none, though, and a permit member that
+            # finds none must be reported (a Strict group holding members rolls back).
+            return None
+        return self._propose_in(self._root, skip, no_node)
+
+    def _free_placeholders(self) -> bool:
+        return any(
+            group.free
+            for app in self.partition.applications.values()
+            if app.task_groups
+            for group in app.task_groups.values()
+        )
+
+    def _propose_in(self, queue: Queue, skip: set[int], no_node: set[Size]) -> Proposal | None:
+        by_shape = self.by_shape and not self.checks_predicates and not self.partition.refused
+        if by_shape and id(queue) in skip:
+            return None  # nothing below it could be placed earlier in this pass
+        for child in queue.sorted_children():
+            if child.leaf:
+                proposal = self._propose_in_leaf(child, skip, no_node, by_shape)
+            else:
+                proposal = self._propose_in(child, skip, no_node)
+            if proposal is not None or self._walk_stopped:
+                return proposal
+        if by_shape:
+            # Nothing frees up during a pass: what found nothing finds nothing until the
+            # next (a Strict permit group that rolls back starts the walk afresh).
+            skip.add(id(queue))
+        return None
+
+    def _propose_in_leaf(
+        self, queue: Queue, skip: set[int], no_node: set[Size], by_shape: bool = False
+    ) -> Proposal | None:
+        if by_shape:
+            if id(queue) in skip:
+                return None
+            if self._leaf_held(queue, no_node):
+                skip.add(id(queue))
+                return None
+        p = self.partition
+        app_limited = bool(queue.app_limited_chain)
+        gang_limited = bool(queue.max_set_chain)
+        ugm = p.ugm
+        # sorted_applications() of a fifo leaf is its pending_list: read it without the
+        # call (once per walk of a leaf, about 1% of the 100-queues case)
+        apps = queue.pending_list if queue.fifo_order else queue.sorted_applications()
+        for app in apps:
+            if app.state not in SCHEDULABLE_STATES:
+                continue
+            if app_limited and app.state is _ACCEPTED and not queue.can_run_another_app():
+                continue  # maxapplications: it waits until a running application finishes
+            charge = None
+            if ugm is not None:  # user and group limits
+                charge = ugm.charge(app)
+                if app.state is _ACCEPTED and not charge.can_run():
+                    continue  # its user or group runs as many applications as it may
+                if not charge.res_levels:
+                    charge = None
+            if (
+                gang_limited
+                and app.placeholder_ask
+                and not app.gang_started
+                and not self.gang_fits(queue, app)
+            ):
+                continue  # a gang starts only when its whole placeholder total fits
+            if by_shape:
+                if id(app) in skip:
+                    continue
+                proposal = self._propose_by_shape(app, queue, charge, skip, no_node)
+                if proposal is None and not self._walk_stopped:
+                    skip.add(id(app))
+            else:
+                proposal = self._propose_asks(
+                    app, app.pending_asks.in_order(), queue, charge, skip, no_node
+                )
+            if proposal is not None or self._walk_stopped:
+                return proposal
+        if by_shape:
+            skip.add(id(queue))
+        return None
+
+    def _leaf_held(self, queue: Queue, no_node: set[Size]) -> bool:
+        """Whether no pending ask of ``queue`` can be placed or reserve a node now, known
+        from its shapes and what this pass learned: every shape is over the queue's
+        headroom, or no node has room for it (``no_node``) and no ask of it may reserve
+        one. Asks looked at one by one, and shapes not looked at yet in this pass, need the
+        walk of the applications."""
+        count = queue.shapes.count
+        if None in count:
+            return False
+        limited = bool(queue.limited_chain)
+        since = queue.shapes.since
+        for size in count:
+            assert size is not None
+            if limited and not queue.headroom_fits(dict(size)):
+                continue
+            if size not in no_node or self._may_reserve(size, since[size]):
+                return False
+        return True
+
+    def _propose_by_shape(
+        self,
+        app: Application,
+        queue: Queue,
+        charge: Charge | None,
+        skip: set[int],
+        no_node: set[Size],
+    ) -> Proposal | None:
+        """The first proposal of ``app``'s pending asks in their order, as the walk ask by
+        ask would make it, looking at each group of asks of one shape as a whole: its first
+        ask that a node has room for, or that may reserve one. The asks looked at one by one
+        are walked as before, up to the first proposal of the groups."""
+        for level in app.pending_asks.levels():
+            if len(level) == 1:
+                for size, group in level.items():
+                    if size is None:
+                        proposal = self._propose_asks(
+                            app, group.values(), queue, charge, skip, no_node
+                        )
+                    else:
+                        proposal = self._propose_group(app, group, queue, charge, skip, no_node)
+                    if proposal is not None or self._walk_stopped:
+                        return proposal
+                continue
+            if len(level) > MANY_SHAPES:
+                # Many shapes at one priority: walk ask by ask, as the tie-break by age
+                # would cost a look at every group per proposal.
+                asks = merge(*(g.values() for g in level.values()), key=order)
+                proposal = self._propose_asks(app, asks, queue, charge, skip, no_node)
+                if proposal is not None or self._walk_stopped:
+                    return proposal
+                continue
+            best: Proposal | None = None
+            best_key: tuple[float, str, int] | None = None
+            one_by_one: Group | None = None
+            for size, group in level.items():
+                if size is None:
+                    one_by_one = group
+                    continue
+                proposal = self._propose_group(app, group, queue, charge, skip, no_node)
+                if proposal is not None:
+                    key = order(proposal.ask)
+                    if best_key is None or key < best_key:
+                        best, best_key = proposal, key
+            if one_by_one is not None:
+                proposal = self._propose_asks(
+                    app, one_by_one.values(), queue, charge, skip, no_node, best_key
+                )
+                if proposal is not None or self._walk_stopped:
+                    return proposal
+            if best is not None:
+                return best
+        return None
+
+    def _propose_group(
+        self,
+        app: Application,
+        group: Group,
+        queue: Queue,
+        charge: Charge | None,
+        skip: set[int],
+        no_node: set[Size],
+    ) -> Proposal | None:
+        """The proposal of the first ask of ``group`` (asks of one shape, none looked at one
+        by one) that the walk ask by ask would make: all of them share the queue's
+        headroom, the user's limits and the nodes with room, so the first that is not
+        ruled out already takes a node if one has room. If none has, the first old
+        enough to reserve a node may."""
+        for ask in group.values():
+            if not skip or id(ask) not in skip:
+                break
+        else:
+            return None  # every one was ruled out earlier in this pass
+        res = ask.resource
+        if queue.limited_chain and not queue.headroom_fits(res):
+            return None
+        if charge is not None and not charge.fits(res):
+            return None
+        size = ask.size
+        if not (no_node and size in no_node):
+            node = self.partition.index.first_fit(size)
+            if node is not None:
+                return Proposal(app, ask, node, checked=True)
+            no_node.add(size)
+        return self._reserve_in_group(app, group, ask, skip)
+
+    def _propose_asks(
+        self,
+        app: Application,
+        asks: Iterable[Ask],
+        queue: Queue,
+        charge: Charge | None,
+        skip: set[int],
+        no_node: set[Size],
+        before: tuple[float, str, int] | None = None,
+    ) -> Proposal | None:
+        """The first proposal of ``asks`` (pending asks of ``app``, in order), ask by ask;
+        ``before``: stop at the first ask that comes after it (``order``)."""
+        p = self.partition
+        index = p.index
+        limited = bool(queue.limited_chain)
+        permits = p.permits
+        for ask in asks:
+            if skip and id(ask) in skip:
+                continue
+            if before is not None and order(ask) > before:
+                return None
+            if ask.gang is not None:
+                gang = permits.schedulable(ask)
+                if gang is not None:  # a member of a permit gang not yet satisfied
+                    proposal = self._propose_member(app, ask, gang, queue, charge, skip, no_node)
+                    if proposal is not None or self._walk_stopped:
+                        return proposal
+                    continue
+            if ask.task_group_name and app.task_groups and not ask.placeholder:
+                step = self._gang_step(app, ask)
+                if step is True:
+                    skip.add(id(ask))  # real asks wait until the gang is placed
+                    continue
+                if isinstance(step, Proposal):
+                    return step
+            res = ask.resource
+            if limited and not queue.headroom_fits(res):
+                skip.add(id(ask))
+                continue
+            if charge is not None and not charge.fits(res):
+                skip.add(id(ask))  # over its user's or group's maxresources
+                continue
+            if ask.required_node:
+                node = self._required_node(ask)
+                if node is not None:
+                    return Proposal(app, ask, node, checked=True)
+                skip.add(id(ask))
+                continue
+            refused = p.refused.get(id(ask)) if p.refused else None
+            if refused:
+                node = index.first_fit(ask.size, refused)
+                if node is not None:
+                    return Proposal(app, ask, node, checked=True)
+                skip.add(id(ask))
+                continue
+            size = ask.size
+            if not (no_node and size in no_node):
+                node = index.first_fit(size)
+                if node is not None:
+                    return Proposal(app, ask, node, checked=True)
+                no_node.add(size)
+            node = self._node_to_reserve(app, ask)
+            if node is not None:
+                return Proposal(app, ask, node, reserve=True)
+            skip.add(id(ask))
+        return None
+
+    def _propose_member(
+        self,
+        app: Application,
+        ask: Ask,
+        gang: Gang,
+        queue: Queue,
+        charge: Charge | None,
+        skip: set[int],
+        no_node: set[Size],
+    ) -> Proposal | None:
+        """A node for a member of permit ``gang``, or None; a member that cannot be placed
+        is reported to the gang (``member_failed``: Strict rolls its group back after the
+        proposal, and it counts for the deadlock check). Members never reserve a node."""
+        p = self.partition
+        permits = p.permits
+        skip.add(id(ask))  # looked at once a proposal: a commit takes it off the skip list
+        if permits.held(gang):
+            return None
+        res = ask.resource
+        if queue.limited_chain and not queue.headroom_fits(res):
+            self._member_failed(gang, app, ask, "quota", queue.blocking_queue(res))
+            return None
+        if charge is not None and not charge.fits(res):
+            self._member_failed(gang, app, ask, "limit")
+            return None
+        node: Node | None
+        if ask.required_node:
+            node = self._required_node(ask)
+        else:
+            refused = p.refused.get(id(ask)) if p.refused else None
+            size = ask.size
+            if refused:
+                node = p.index.first_fit(size, refused)
+            elif size in no_node:
+                node = None
+            else:
+                node = p.index.first_fit(size)
+                if node is None:
+                    no_node.add(size)
+        if node is None:
+            self._member_failed(gang, app, ask, "node")
+            return None
+        skip.discard(id(ask))
+        return Proposal(app, ask, node)
+
+    def _member_failed(
+        self, gang: Gang, app: Application, ask: Ask, kind: str, where: Queue | None = None
+    ) -> None:
+        if self.partition.permits.member_failed(gang, app, ask, kind, where):
+            self._walk_stopped = True  # a Strict group rolls back: walk again after it
+
+    def _required_node(self, ask: Ask) -> Node | None:
+        node = self.partition.nodes.get(ask.required_node)
+        if (
+            node is not None
+            and node.schedulable
+            and (node.reserved is None or node.reserved.ask is ask)
+            and fits(ask.resource, node.available)
+        ):
+            return node
+        return None
+
+    # ====================================================================== reservations
+    def _propose_reserved(self, skip: set[int], no_node: set[Size]) -> Proposal | None:
+        """An allocation for a reserved ask: on one of its reserved nodes if it fits now,
+        else on any other node (YuniKorn's ``tryReservedAllocate``: every reserved node
+        first, then the others). An ask that fits nowhere is left to the normal path only
+        while it may reserve another node (fewer reservations than pending allocations)."""
+        p = self.partition
+        waiting: list[tuple[Application, Ask]] = []
+        for reservation in p.reservations.by_node.values():
+            ask = reservation.ask
+            if id(ask) in skip:
+                continue
+            app = p.applications.get(reservation.application_id)
+            queue = app.queue if app is not None else None
+            if app is None or queue is None or app.state not in SCHEDULABLE_STATES:
+                continue
+            if ask.task_group_name and app.task_groups and not ask.placeholder:
+                step = self._gang_step(app, ask)
+                if step is True:
+                    continue
+                if isinstance(step, Proposal):
+                    return step
+            res = ask.resource
+            if queue.limited_chain and not queue.headroom_fits(res):
+                continue
+            if p.ugm is not None and not p.ugm.admits(app, res):
+                continue
+            if fits(res, reservation.node.available):
+                return Proposal(app, ask, reservation.node)
+            waiting.append((app, ask))
+        for app, ask in waiting:
+            if id(ask) in skip:
+                continue  # an ask with several reservations is looked at once
+            if ask.size not in no_node:
+                other = p.index.first_fit(ask.size)
+                if other is not None:
+                    return Proposal(app, ask, other)
+                no_node.add(ask.size)
+            if len(app.reservations_of(ask)) >= ask.pending:
+                skip.add(id(ask))
+        return None
+
+    # ================================================================== gang scheduling
+    def _gang_step(self, app: Application, ask: Ask) -> Proposal | bool:
+        """What a real ask of a task group does now: ``True`` it waits (placeholders are
+        still pending, or the RM's predicates refused the node of every free placeholder),
+        a ``Proposal`` takes a free placeholder's place, ``False`` it is scheduled as a
+        normal ask (no placeholder of its group is left for it).
+
+        As YuniKorn's ``tryPlaceholderAllocate``: the free placeholders of the group are
+        tried in turn, each on its own node; a node the predicates refused for this ask is
+        passed over (``Partition.refused``, forgotten when the cluster changes).
+        """
+        group = app.task_groups.get(ask.task_group_name)
+        if group is None or ask.no_replace:
+            return False
+        if app.placeholders_wanted:
+            return True
+        p = self.partition
+        refused = p.refused.get(id(ask)) if p.refused else None
+        for placeholder in group.free.values():
+            if refused is None or placeholder.node_id not in refused:
+                return Proposal(app, ask, p.nodes[placeholder.node_id], replace=placeholder)
+        return bool(group.free)
+
+    def gang_fits(self, queue: Queue, app: Application) -> bool:
+        """The whole placeholder total of ``app`` fits in the free quota of every queue
+        with a configured max above it, counting what gangs that are still placing have
+        yet to take. Root's max (the cluster's size) does not count, as in YuniKorn's
+        ``GetMaxQueueSet``: a gang larger than the free cluster places what fits."""
+        total = app.placeholder_ask
+        for q in queue.max_set_chain:
+            held = q.gang_reserved
+            need = {n: v + held.get(n, 0) for n, v in total.items()} if held else total
+            if not fits_under_max(need, q.allocated, q.max_resources):
+                return False
+        return True
