@@ -243,7 +243,8 @@ class Walk(Reserve):
         if by_shape:
             if id(queue) in skip:
                 return None
-            if self._leaf_held(queue, no_node):
+            # (a leaf of one application: its walk costs no more than the look at shapes)
+            if len(queue.pending_list) > 1 and self._leaf_held(queue, no_node):
                 skip.add(id(queue))
                 return None
         p = self.partition
@@ -319,7 +320,7 @@ class Walk(Reserve):
         ask would make it, looking at each group of asks of one shape as a whole: its first
         ask that a node has room for, or that may reserve one. The asks looked at one by one
         are walked as before, up to the first proposal of the groups."""
-        for level in app.pending_asks.levels():
+        for level in app.pending_asks.levels:
             if len(level) == 1:
                 for size, group in level.items():
                     if size is None:
@@ -375,11 +376,13 @@ class Walk(Reserve):
         headroom, the user's limits and the nodes with room, so the first that is not
         ruled out already takes a node if one has room. If none has, the first old
         enough to reserve a node may."""
-        for ask in group.values():
-            if not skip or id(ask) not in skip:
-                break
-        else:
-            return None  # every one was ruled out earlier in this pass
+        ask = group.first()
+        if skip and id(ask) in skip:
+            for ask in group.values():
+                if id(ask) not in skip:
+                    break
+            else:
+                return None  # every one was ruled out earlier in this pass
         res = ask.resource
         if queue.limited_chain and not queue.headroom_fits(res):
             return None

@@ -111,7 +111,9 @@ class Group:
             self.append(a)
 
     def first(self) -> Ask:
-        return next(iter(self.chunks[0].values()))
+        for ask in self.chunks[0].values():  # a chunk that empties is dropped
+            return ask
+        raise IndexError("an empty group")  # pragma: no cover - groups that empty go
 
     def last(self) -> Ask:
         return next(reversed(self.chunks[-1].values()))
@@ -196,11 +198,12 @@ class PendingAsks:
     The shapes of the leaf queue the application is in (``shapes_to``) hear when a group
     comes or goes."""
 
-    __slots__ = ("_by_gid", "_levels", "_next_gid", "_priorities", "shapes_to")
+    __slots__ = ("_by_gid", "_levels", "_next_gid", "_priorities", "levels", "shapes_to")
 
     def __init__(self) -> None:
         self._levels: dict[int, Level] = {}
         self._priorities: list[int] = []  # high first
+        self.levels: list[Level] = []  # the groups of each priority, high first (walked)
         self._by_gid: dict[int, Group] = {}  # every group, by its number (``Ask.gid``)
         self._next_gid = 1
         self.shapes_to: Shapes | None = None
@@ -215,6 +218,7 @@ class PendingAsks:
             level = self._levels[priority] = {}
             self._priorities.append(priority)
             self._priorities.sort(reverse=True)
+            self.levels.insert(self._priorities.index(priority), level)
         else:
             group = level.get(size)
             if group is not None:
@@ -230,12 +234,6 @@ class PendingAsks:
         """Each group's shape and the age of its oldest ask (what its queue counts)."""
         for group in self._by_gid.values():
             yield group.size, group.first().created
-
-    def levels(self) -> Iterator[Level]:
-        """The groups of each priority, high first (what the pass walks)."""
-        levels = self._levels
-        for priority in self._priorities:
-            yield levels[priority]
 
     # -- asks ----------------------------------------------------------------------
     def add(self, ask: Ask) -> bool:
@@ -291,6 +289,7 @@ class PendingAsks:
         if level:
             return False
         del self._levels[priority]
+        del self.levels[self._priorities.index(priority)]
         self._priorities.remove(priority)
         return True
 
@@ -299,7 +298,7 @@ class PendingAsks:
         return self._priorities[0] if self._priorities else MIN_PRIORITY
 
     def __iter__(self) -> Iterator[Ask]:
-        for level in self.levels():
+        for level in self.levels:
             if len(level) == 1:
                 for group in level.values():
                     yield from group.values()

@@ -350,7 +350,7 @@ def test_pending_asks_group_by_shape_and_merge_in_age_order() -> None:
     for ask in [*asks, bound]:
         pending.add(ask)
     assert list(pending.in_order()) == [*asks, bound]
-    (level,) = pending.levels()
+    (level,) = pending.levels
     assert {size: len(g) for size, g in level.items()} == {
         (("memory", 10),): 3,
         (("memory", 20),): 3,
@@ -359,7 +359,7 @@ def test_pending_asks_group_by_shape_and_merge_in_age_order() -> None:
     }
     for ask in asks[1::3]:
         pending.remove(ask)
-    assert (("memory", 20),) not in next(pending.levels())
+    assert (("memory", 20),) not in pending.levels[0]
     assert list(pending) == [a for a in asks if a not in asks[1::3]] + [bound]
 
 
