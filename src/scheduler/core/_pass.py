@@ -65,7 +65,7 @@ class Scheduler(Walk):
                 app, ask = proposal.application, proposal.ask
                 if (
                     p.reservations.reserve(app, ask, proposal.node) is None
-                    or len(app.reservations_of(ask)) >= ask.pending
+                    or app.reserved_count(ask) >= ask.pending
                 ):
                     skip.add(id(ask))  # else it may reserve one more node, one per pending
             elif self.commit(proposal, now, proposal.checked and permits is None) is not None:

@@ -114,7 +114,7 @@ class Reserve:
                     return None
                 if ask.size in no_reserve:
                     break
-                if len(app.reservations_of(ask)) < ask.pending:
+                if app.reserved_count(ask) < ask.pending:
                     node = self._node_to_reserve(app, ask)
                     if node is not None:
                         return Proposal(app, ask, node, reserve=True)
@@ -147,7 +147,7 @@ class Reserve:
             if self.reserve_due is None or due < self.reserve_due:
                 self.reserve_due = due
             return None
-        if ask.size in self._no_reserve or len(app.reservations_of(ask)) >= ask.pending:
+        if ask.size in self._no_reserve or app.reserved_count(ask) >= ask.pending:
             return None
         best: Node | None = None
         best_score = 0.0
@@ -222,7 +222,7 @@ class Walk(Reserve):
 
     def _propose_in(self, queue: Queue, skip: set[int], no_node: set[Size]) -> Proposal | None:
         by_shape = self.by_shape and not self.checks_predicates and not self.partition.refused
-        if by_shape and id(queue) in skip:
+        if by_shape and skip and id(queue) in skip:
             return None  # nothing below it could be placed earlier in this pass
         for child in queue.sorted_children():
             if child.leaf:
@@ -241,7 +241,7 @@ class Walk(Reserve):
         self, queue: Queue, skip: set[int], no_node: set[Size], by_shape: bool = False
     ) -> Proposal | None:
         if by_shape:
-            if id(queue) in skip:
+            if skip and id(queue) in skip:
                 return None
             # (a leaf of one application: its walk costs no more than the look at shapes)
             if len(queue.pending_list) > 1 and self._leaf_held(queue, no_node):
@@ -274,9 +274,13 @@ class Walk(Reserve):
             ):
                 continue  # a gang starts only when its whole placeholder total fits
             if by_shape:
-                if id(app) in skip:
+                if skip and id(app) in skip:
                     continue
-                proposal = self._propose_by_shape(app, queue, charge, skip, no_node)
+                group = app.pending_asks.single
+                if group is not None and group.size is not None:  # one shape: the usual case
+                    proposal = self._propose_group(app, group, queue, charge, skip, no_node)
+                else:
+                    proposal = self._propose_by_shape(app, queue, charge, skip, no_node)
                 if proposal is None and not self._walk_stopped:
                     skip.add(id(app))
             else:
@@ -376,7 +380,8 @@ class Walk(Reserve):
         headroom, the user's limits and the nodes with room, so the first that is not
         ruled out already takes a node if one has room. If none has, the first old
         enough to reserve a node may."""
-        ask = group.first()
+        for ask in group.chunks[0].values():  # noqa: B007 - the first (a chunk never empty)
+            break
         if skip and id(ask) in skip:
             for ask in group.values():
                 if id(ask) not in skip:
@@ -563,7 +568,7 @@ class Walk(Reserve):
                 if other is not None:
                     return Proposal(app, ask, other)
                 no_node.add(ask.size)
-            if len(app.reservations_of(ask)) >= ask.pending:
+            if app.reserved_count(ask) >= ask.pending:
                 skip.add(id(ask))
         return None
 

@@ -159,8 +159,10 @@ class Application:
         self.allocated: Res = {}
         self.max_allocated: Res = {}
         self.pending: Res = {}
-        # Nodes reserved for asks of this application, by node id.
+        # Nodes reserved for asks of this application, by node id, and the same by ask
+        # (``id`` of the ask, which its reservations keep alive), oldest first.
         self.reservations: dict[str, Reservation] = {}
+        self._reserved_by_ask: dict[int, list[Reservation]] = {}
         # -- gang scheduling ------------------------------------------------------------
         self.task_groups: dict[str, TaskGroup] = {}
         self.placeholder_count = 0  # placeholder allocations held (released or not)
@@ -400,7 +402,28 @@ class Application:
             group.free.pop(placeholder.uuid, None)
 
     def reservations_of(self, ask: Ask) -> list[Reservation]:
-        return [r for r in self.reservations.values() if r.ask is ask]
+        """The reservations of ``ask``, oldest first (a list of its own)."""
+        return list(self._reserved_by_ask.get(id(ask), ()))
+
+    def reserved_count(self, ask: Ask) -> int:
+        held = self._reserved_by_ask.get(id(ask))
+        return len(held) if held is not None else 0
+
+    def hold(self, reservation: Reservation) -> None:
+        """Keep ``reservation`` (of one of this application's asks)."""
+        self.reservations[reservation.node.node_id] = reservation
+        self._reserved_by_ask.setdefault(id(reservation.ask), []).append(reservation)
+
+    def unhold(self, node_id: str) -> None:
+        """Forget the reservation on ``node_id``, if this application holds it."""
+        reservation = self.reservations.pop(node_id, None)
+        if reservation is None:
+            return
+        key = id(reservation.ask)
+        held = self._reserved_by_ask[key]
+        held.remove(reservation)
+        if not held:
+            del self._reserved_by_ask[key]
 
     def remove_allocation(self, uuid: str) -> Allocation | None:
         alloc = self.allocations.pop(uuid, None)

@@ -198,13 +198,14 @@ class PendingAsks:
     The shapes of the leaf queue the application is in (``shapes_to``) hear when a group
     comes or goes."""
 
-    __slots__ = ("_by_gid", "_levels", "_next_gid", "_priorities", "levels", "shapes_to")
+    __slots__ = ("_by_gid", "_levels", "_next_gid", "_priorities", "levels", "shapes_to", "single")
 
     def __init__(self) -> None:
         self._levels: dict[int, Level] = {}
         self._priorities: list[int] = []  # high first
         self.levels: list[Level] = []  # the groups of each priority, high first (walked)
         self._by_gid: dict[int, Group] = {}  # every group, by its number (``Ask.gid``)
+        self.single: Group | None = None  # the only group, when there is one (the usual case)
         self._next_gid = 1
         self.shapes_to: Shapes | None = None
 
@@ -226,6 +227,7 @@ class PendingAsks:
         gid = self._next_gid
         self._next_gid = gid + 1
         group = level[size] = self._by_gid[gid] = Group(gid, priority, size)
+        self.single = group if len(self._by_gid) == 1 else None
         if self.shapes_to is not None:
             self.shapes_to.came(size, ask.created)
         return group, new_priority
@@ -274,14 +276,14 @@ class PendingAsks:
     def remove(self, ask: Ask) -> bool:
         """Remove ``ask`` (this very object: KeyError if it is not here); True if it was
         the last of its priority."""
-        group = self._by_gid.get(ask.gid)
-        if group is None or group.where.get(ask.allocation_key) is None:
-            raise KeyError(ask.allocation_key)
+        group = self._by_gid[ask.gid]
         group.remove(ask.allocation_key)
         if group.where:
             return False
         priority = group.priority
-        del self._by_gid[group.gid]
+        by_gid = self._by_gid
+        del by_gid[group.gid]
+        self.single = next(iter(by_gid.values())) if len(by_gid) == 1 else None
         level = self._levels[priority]
         del level[group.size]
         if self.shapes_to is not None:
@@ -307,9 +309,8 @@ class PendingAsks:
 
     def in_order(self) -> Iterable[Ask]:
         """``iter(self)``, cheaper when there is one group (the usual case)."""
-        if len(self._by_gid) == 1:
-            for group in self._by_gid.values():
-                return group.values()
+        if self.single is not None:
+            return self.single.values()
         return iter(self)
 
     def __len__(self) -> int:

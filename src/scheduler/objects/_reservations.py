@@ -52,12 +52,12 @@ class Reservations:
             or p.nodes.get(node.node_id) is not node
             or app.asks.get(ask.allocation_key) is not ask
             or p.applications.get(app.application_id) is not app
-            or len(app.reservations_of(ask)) >= ask.pending
+            or app.reserved_count(ask) >= ask.pending
         ):
             return None
         reservation = Reservation(app.application_id, ask, node, p.clock())
         node.reserved = reservation
-        app.reservations[node.node_id] = reservation
+        app.hold(reservation)
         self.by_node[node.node_id] = reservation
         p.index.discard(node)
         p.outbox.event(
@@ -77,7 +77,7 @@ class Reservations:
         self.by_node.pop(node.node_id, None)
         app = p.applications.get(reservation.application_id)
         if app is not None:
-            app.reservations.pop(node.node_id, None)
+            app.unhold(node.node_id)
         if node.schedulable and p.nodes.get(node.node_id) is node:
             p.index.add(node)
             p.wake()
