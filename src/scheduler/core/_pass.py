@@ -40,6 +40,7 @@ class Scheduler(Walk):
         p = self.partition
         p.schedule_pending = False
         self._no_reserve = set()
+        self.closest = {}
         made = 0
         skip: set[int] = set()
         no_node: set[Size] = set()
@@ -55,6 +56,7 @@ class Scheduler(Walk):
                 # there starts again, with what the group held free.
                 if permits.after_propose():
                     skip, no_node = set(), set()
+                    self.closest = {}  # the group's room is free again
                 if proposal is None and self._walk_stopped:
                     continue
             if proposal is None:
@@ -76,6 +78,7 @@ class Scheduler(Walk):
                 skip.add(id(proposal.ask))
         else:
             p.schedule_pending = True  # more may fit: continue after the mailboxes drain
+        self.closest = None
         p.total_allocations += made
         return made
 

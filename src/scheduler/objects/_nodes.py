@@ -26,6 +26,7 @@ class Node:
         "attributes",
         "available",
         "capacity",
+        "index_epoch",
         "index_factors",
         "index_key",
         "index_rank",
@@ -53,6 +54,7 @@ class Node:
         # Its live entry in the NodeIndex heap (None: not indexed) and its rank by node id.
         self.index_key: int | None = None
         self.index_rank = 0
+        self.index_epoch = -1  # the NodeIndex ranking its rank is of (``NodeIndex._rank``)
         # Its NodeIndex's (resource name, weight / (capacity * total weight)) pairs.
         self.index_factors: tuple[tuple[str, float], ...] = ()
         # The one reservation on this node (a scheduler.Reservation), or None.
@@ -171,6 +173,8 @@ class NodeIndex:
         # which the nodes that may have gained room since are listed.
         self._dead: dict[Size, int] = {}
         self._grown: list[Node] = []
+        self.adds = 0  # nodes taken in so far (what a reader of ``nodes()`` may have missed)
+        self._epoch = 0  # how often every node was ranked anew (``_rank_all``)
 
     def _set_factors(self, node: Node) -> None:
         weights = [(n, w, node.capacity.get(n, 0)) for n, w in self.weights.items()]
@@ -200,8 +204,14 @@ class NodeIndex:
         heapify(self._heap)
 
     def _rank(self, node: Node) -> None:
-        if node.node_id > self._last_id and self._next_rank < _MAX_RANK:
+        rank = node.index_rank
+        if node.index_epoch == self._epoch and rank not in self._by_rank:
+            # Back in the index (a reservation ended): its rank of this epoch is still
+            # its place among the others by id, and no other node took it.
+            self._by_rank[rank] = node
+        elif node.node_id > self._last_id and self._next_rank < _MAX_RANK:
             node.index_rank = self._next_rank
+            node.index_epoch = self._epoch
             self._next_rank += 1
             self._last_id = node.node_id
             self._by_rank[node.index_rank] = node
@@ -212,10 +222,12 @@ class NodeIndex:
         """Rank every node by id again and rebuild the heap (a node came in out of order)."""
         self._rerank = False
         self._forget_dead()  # every key is made again
+        self._epoch += 1
         by_rank: dict[int, Node] = {}
         for rank, node_id in enumerate(sorted(self.by_id)):
             node = self.by_id[node_id]
             node.index_rank = rank
+            node.index_epoch = self._epoch
             node.index_key = self._key(node)
             by_rank[rank] = node
         self._by_rank = by_rank
@@ -237,6 +249,7 @@ class NodeIndex:
             self.update(node)
             return
         self.by_id[node.node_id] = node
+        self.adds += 1
         if self._dead:
             self._may_have_grown(node)
         self._set_factors(node)
