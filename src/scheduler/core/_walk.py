@@ -25,8 +25,8 @@ import msgspec
 
 from scheduler.objects._application import Application, AppState
 from scheduler.objects._asks import Allocation, Ask
-from scheduler.objects._nodes import Node
-from scheduler.objects._pending import Group, order
+from scheduler.objects._nodes import Node, Reservation
+from scheduler.objects._pending import Group, one_by_one, order
 from scheduler.objects._resources import Size, fits, fits_under_max
 
 if TYPE_CHECKING:
@@ -201,6 +201,10 @@ class Reserve:
                 return node
         self._no_reserve.add(size)
         return None
+
+
+def _seq(reservation: Reservation) -> int:
+    return reservation.seq
 
 
 def _missing(node: Node, size: Size) -> float | None:
@@ -583,16 +587,40 @@ class Walk(Reserve):
         """An allocation for a reserved ask: on one of its reserved nodes if it fits now,
         else on any other node (YuniKorn's ``tryReservedAllocate``: every reserved node
         first, then the others). An ask that fits nowhere is left to the normal path only
-        while it may reserve another node (fewer reservations than pending allocations)."""
+        while it may reserve another node (fewer reservations than pending allocations).
+
+        By shape, only the reservations whose answer may have changed are looked at: the
+        unsettled, those whose node gained room, and those of a size some node has room
+        for; one whose ask found room nowhere is settled (``Reservations.settle``), and
+        within a pass one that found nothing is not looked at again."""
         p = self.partition
-        waiting: list[tuple[Application, Ask]] = []
-        for reservation in p.reservations.by_node.values():
+        reservations = p.reservations
+        by_shape = self.by_shape and not self.checks_predicates and not p.refused
+        looked: Iterable[Reservation]
+        if by_shape:
+            todo = reservations.to_look_at()
+            index = p.index
+            for size, same in reservations.settled.items():
+                if size not in no_node:
+                    if index.first_fit(size) is None:
+                        no_node.add(size)
+                    else:
+                        todo.extend(same.values())
+            if len(todo) > 1:
+                todo.sort(key=_seq)
+            looked = todo
+        else:
+            looked = reservations.by_node.values()
+        waiting: list[tuple[Application, Reservation]] = []
+        for reservation in looked:
             ask = reservation.ask
-            if id(ask) in skip:
+            if skip and (id(ask) in skip or id(reservation) in skip):
                 continue
             app = p.applications.get(reservation.application_id)
             queue = app.queue if app is not None else None
             if app is None or queue is None or app.state not in SCHEDULABLE_STATES:
+                if by_shape:
+                    skip.add(id(reservation))  # nothing frees up during a pass
                 continue
             if ask.task_group_name and app.task_groups and not ask.placeholder:
                 step = self._gang_step(app, ask)
@@ -601,14 +629,17 @@ class Walk(Reserve):
                 if isinstance(step, Proposal):
                     return step
             res = ask.resource
-            if queue.limited_chain and not queue.headroom_fits(res):
-                continue
-            if p.ugm is not None and not p.ugm.admits(app, res):
+            if (queue.limited_chain and not queue.headroom_fits(res)) or (
+                p.ugm is not None and not p.ugm.admits(app, res)
+            ):
+                if by_shape:
+                    skip.add(id(reservation))
                 continue
             if fits(res, reservation.node.available):
                 return Proposal(app, ask, reservation.node)
-            waiting.append((app, ask))
-        for app, ask in waiting:
+            waiting.append((app, reservation))
+        for app, reservation in waiting:
+            ask = reservation.ask
             if id(ask) in skip:
                 continue  # an ask with several reservations is looked at once
             if ask.size not in no_node:
@@ -616,6 +647,10 @@ class Walk(Reserve):
                 if other is not None:
                     return Proposal(app, ask, other)
                 no_node.add(ask.size)
+            if by_shape:
+                skip.add(id(reservation))
+                if not one_by_one(ask):
+                    reservations.settle(reservation)
             if app.reserved_count(ask) >= ask.pending:
                 skip.add(id(ask))
         return None

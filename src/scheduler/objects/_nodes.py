@@ -65,6 +65,8 @@ class Node:
         avail = sub(self.capacity, self.occupied)
         sub_into(avail, self.allocated)
         self.available = avail
+        if self.reserved is not None:
+            self.reserved.grew()
 
     def add_allocation(self, alloc: Allocation) -> None:
         self.allocations[alloc.uuid] = alloc
@@ -96,6 +98,8 @@ class Node:
         if alloc is not None:
             sub_into(self.allocated, alloc.resource)
             add_into(self.available, alloc.resource)
+            if self.reserved is not None:
+                self.reserved.grew()
         return alloc
 
     def __repr__(self) -> str:
@@ -111,13 +115,31 @@ class Reservation:
     frees up, or any other node that fits first.
     """
 
-    __slots__ = ("application_id", "ask", "node", "since")
+    __slots__ = ("application_id", "ask", "node", "seq", "settled", "since", "woken")
 
-    def __init__(self, application_id: str, ask: Ask, node: Node, since: float) -> None:
+    def __init__(
+        self,
+        application_id: str,
+        ask: Ask,
+        node: Node,
+        since: float,
+        seq: int = 0,
+        woken: list[Reservation] | None = None,
+    ) -> None:
         self.application_id = application_id
         self.ask = ask
         self.node = node
         self.since = since
+        self.seq = seq  # creation order among the partition's reservations
+        # Known to wait for room on its node and on every other (``Reservations``): the
+        # pass looks at it again only when its node or its size may have room.
+        self.settled = False
+        self.woken = woken  # where it goes when its node gains room (``grew``)
+
+    def grew(self) -> None:
+        """Its node gained room: the pass looks at it again."""
+        if self.woken is not None:
+            self.woken.append(self)
 
     def __repr__(self) -> str:
         return (

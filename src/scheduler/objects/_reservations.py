@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from scheduler.objects._asks import Ask
     from scheduler.objects._nodes import Node
     from scheduler.objects._partition import PartitionState
+    from scheduler.objects._resources import Size
 
 __all__ = ["Reservations"]
 
@@ -28,11 +29,19 @@ __all__ = ["Reservations"]
 class Reservations:
     """The reserved nodes of one partition, by node id in creation order."""
 
-    __slots__ = ("by_node", "partition")
+    __slots__ = ("by_node", "partition", "seq", "settled", "unsettled", "woken")
 
     def __init__(self, partition: PartitionState) -> None:
         self.partition = partition
         self.by_node: dict[str, Reservation] = {}
+        # What the pass needs to look at (``scheduler.core._walk``): a reservation whose
+        # ask found room neither on its node nor on any other is ``settled`` (by the size
+        # of its ask) until its node gains room (``woken``) or a node has room for its
+        # size; every other one is ``unsettled`` and looked at on every pass.
+        self.unsettled: dict[str, Reservation] = {}
+        self.settled: dict[Size, dict[str, Reservation]] = {}
+        self.woken: list[Reservation] = []
+        self.seq = 0
 
     def __bool__(self) -> bool:
         return bool(self.by_node)
@@ -55,10 +64,12 @@ class Reservations:
             or app.reserved_count(ask) >= ask.pending
         ):
             return None
-        reservation = Reservation(app.application_id, ask, node, p.clock())
+        self.seq += 1
+        reservation = Reservation(app.application_id, ask, node, p.clock(), self.seq, self.woken)
         node.reserved = reservation
         app.hold(reservation)
         self.by_node[node.node_id] = reservation
+        self.unsettled[node.node_id] = reservation
         p.index.discard(node)
         p.outbox.event(
             si.EventRecordType.REQUEST,
@@ -74,13 +85,51 @@ class Reservations:
         p = self.partition
         node = reservation.node
         node.reserved = None
-        self.by_node.pop(node.node_id, None)
+        reservation.woken = None
+        if self.by_node.get(node.node_id) is reservation:
+            del self.by_node[node.node_id]
+            self.unsettle(reservation)
+            self.unsettled.pop(node.node_id, None)
         app = p.applications.get(reservation.application_id)
         if app is not None:
             app.unhold(node.node_id)
         if node.schedulable and p.nodes.get(node.node_id) is node:
             p.index.add(node)
             p.wake()
+
+    def settle(self, reservation: Reservation) -> None:
+        """``reservation``'s ask found room neither on its node nor on any other."""
+        node_id = reservation.node.node_id
+        if reservation.settled or self.unsettled.pop(node_id, None) is not reservation:
+            return
+        reservation.settled = True
+        self.settled.setdefault(reservation.ask.size, {})[node_id] = reservation
+
+    def unsettle(self, reservation: Reservation) -> None:
+        """The pass looks at ``reservation`` again (its node gained room, or a node has
+        room for its size)."""
+        if not reservation.settled:
+            return
+        reservation.settled = False
+        node_id = reservation.node.node_id
+        size = reservation.ask.size
+        same = self.settled[size]
+        del same[node_id]
+        if not same:
+            del self.settled[size]
+        self.unsettled[node_id] = reservation
+
+    def to_look_at(self) -> list[Reservation]:
+        """The reservations whose node may have room now, in creation order: the
+        unsettled and the woken; the settled of a size some node has room for are the
+        caller's to add (``settled``)."""
+        woken = self.woken
+        if woken:
+            for reservation in woken:
+                if self.by_node.get(reservation.node.node_id) is reservation:
+                    self.unsettle(reservation)
+            woken.clear()
+        return list(self.unsettled.values())
 
     def release_ask(self, app: Application, ask: Ask) -> None:
         """Every node reserved for ``ask``."""
