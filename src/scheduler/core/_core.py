@@ -510,13 +510,17 @@ class Core:
             out[rm_id] = info
         return [dict(out[rm_id]) for rm_id in sorted(out)]
 
-    async def state_dump(self) -> dict[str, Any]:
+    async def state_dump(self, *, detail: bool = True) -> dict[str, Any]:
         """Every partition, queue, application and node in one JSON-able document;
-        ``resourceManagerStates`` is ``get_resource_managers()``."""
+        ``resourceManagerStates`` is ``get_resource_managers()``. Without ``detail`` the
+        applications have no ``requests`` or ``allocations`` and the nodes no
+        ``allocations`` (what ``/ws/v1/metrics`` reads at each scrape): it costs per
+        application, queue and node, however many asks wait."""
+        kind = "dump" if detail else "summary"
         partitions = []
         for reg in self._registrations.values():
             for ref in reg.record.partitions.values():
-                partitions.append(await self._ask(ref, Query(kind="dump")))
+                partitions.append(await self._ask(ref, Query(kind=kind)))
         return {
             "timestamp": wall_ns(self.clock, self.clock.now()),
             "resourceManagers": sorted(self._registrations),

@@ -164,7 +164,7 @@ class PartitionActor(Actor):
                     await self.apply_config(config)
             case Query(kind=kind, key=key):
                 answer = _views.answer(self.partition, kind, key)
-                if kind == "dump":
+                if kind in ("dump", "summary"):
                     answer["schedulerMetrics"] = self.counters.info()
                 return answer
             case _Continue():

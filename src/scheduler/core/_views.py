@@ -75,6 +75,8 @@ def answer(p: Partition, kind: str, key: str) -> Any:
         return group_usage(p)
     if kind == "dump":
         return dump(p)
+    if kind == "summary":
+        return dump(p, detail=False)
     if kind == "nodes":
         return nodes_info(p)
     if kind == "applications":
@@ -161,8 +163,12 @@ def allocation_info(alloc: Allocation, wall: Wall) -> dict[str, Any]:
     }
 
 
-def application_info(app: Application, permits: PermitGangs | None, wall: Wall) -> dict[str, Any]:
-    return {
+def application_info(
+    app: Application, permits: PermitGangs | None, wall: Wall, detail: bool = True
+) -> dict[str, Any]:
+    """YuniKorn's ``ApplicationDAOInfo``; without ``detail``, no list of its pending asks
+    (``requests``) or allocations, so it costs the same whatever the application holds."""
+    info = {
         "applicationID": app.application_id,
         "usedResource": dict(app.allocated),
         "maxUsedResource": dict(app.max_allocated),
@@ -171,8 +177,14 @@ def application_info(app: Application, permits: PermitGangs | None, wall: Wall) 
         "queueName": app.queue_name,
         "submissionTime": wall(app.submit_time),
         "finishedTime": wall(app.finished_time) if app.finished_time is not None else None,
-        "requests": [_ask_info(app, a, wall) for a in app.asks.values() if a.pending > 0],
-        "allocations": [allocation_info(a, wall) for a in app.allocations.values()],
+        "requests": (
+            [_ask_info(app, a, wall) for a in app.asks.values() if a.pending > 0]
+            if detail
+            else None
+        ),
+        "allocations": (
+            [allocation_info(a, wall) for a in app.allocations.values()] if detail else None
+        ),
         "applicationState": str(app.state),
         "user": app.user,
         "groups": list(app.groups),
@@ -183,6 +195,9 @@ def application_info(app: Application, permits: PermitGangs | None, wall: Wall) 
         "reservations": [f"{n}|{r.ask.allocation_key}" for n, r in app.reservations.items()],
         "gangs": gangs(app, permits, wall),
     }
+    if not detail:
+        del info["requests"], info["allocations"]
+    return info
 
 
 def gangs(app: Application, permits: PermitGangs | None, wall: Wall) -> list[dict[str, Any]]:
@@ -224,8 +239,9 @@ def placeholder_data(app: Application) -> list[dict[str, Any]]:
     ]
 
 
-def node_info(node: Node, wall: Wall) -> dict[str, Any]:
-    return {
+def node_info(node: Node, wall: Wall, detail: bool = True) -> dict[str, Any]:
+    """YuniKorn's ``NodeDAOInfo``; without ``detail``, no list of its allocations."""
+    info = {
         "nodeID": node.node_id,
         "hostName": node.attributes.get("si/hostname", ""),
         "rackName": node.attributes.get("si/rackname", ""),
@@ -239,7 +255,9 @@ def node_info(node: Node, wall: Wall) -> dict[str, Any]:
             for name, cap in node.capacity.items()
             if cap > 0
         },
-        "allocations": [allocation_info(a, wall) for a in node.allocations.values()],
+        "allocations": (
+            [allocation_info(a, wall) for a in node.allocations.values()] if detail else None
+        ),
         "schedulable": node.schedulable,
         "isReserved": node.reserved is not None,
         "reservations": (
@@ -248,6 +266,9 @@ def node_info(node: Node, wall: Wall) -> dict[str, Any]:
             else []
         ),
     }
+    if not detail:
+        del info["allocations"]
+    return info
 
 
 def _available(node: Node) -> dict[str, int]:
@@ -259,11 +280,14 @@ def _available(node: Node) -> dict[str, int]:
     return out
 
 
-def dump(p: Partition) -> dict[str, Any]:
+def dump(p: Partition, detail: bool = True) -> dict[str, Any]:
+    """The partition's part of ``Core.state_dump``; without ``detail`` (what the metrics
+    read), no list of an application's pending asks or allocations, nor of a node's
+    allocations: it costs per application, queue and node, not per ask or allocation."""
     return {
-        **applications_part(p),
+        **applications_part(p, detail),
         "partition": partition_info(p),  # in the place of the part's bare name
-        "nodes": nodes_info(p),
+        "nodes": [node_info(n, p.wall, detail) for n in p.nodes.values()],
         "userUsage": user_usage(p),
         "groupUsage": group_usage(p),
     }
@@ -273,15 +297,17 @@ def nodes_info(p: Partition) -> list[dict[str, Any]]:
     return [node_info(n, p.wall) for n in p.nodes.values()]
 
 
-def applications_part(p: Partition) -> dict[str, Any]:
+def applications_part(p: Partition, detail: bool = True) -> dict[str, Any]:
     """The part of ``dump`` that the REST application lists read: the same keys, and of
     ``partition`` only its name (no node is read)."""
     return {
         "partition": {"name": p.name},
         "queues": queue_info(p, p.root),
-        "applications": [application_info(a, p.permits, p.wall) for a in p.applications.values()],
+        "applications": [
+            application_info(a, p.permits, p.wall, detail) for a in p.applications.values()
+        ],
         "terminatedApplications": [
-            application_info(a, p.permits, p.wall) for a in p.terminated.values()
+            application_info(a, p.permits, p.wall, detail) for a in p.terminated.values()
         ],
     }
 

@@ -207,7 +207,7 @@ class _Api:
         return JSONResponse(status, status_code=200 if status["Healthy"] else 503)
 
     async def metrics(self, request: Request) -> Response:
-        self.collector.dump = await self.core.state_dump()
+        self.collector.dump = await self.core.state_dump(detail=False)
         try:  # no await in between: the scrape reads this dump and no other
             body = generate_latest(self.registry)
         finally:

@@ -678,6 +678,30 @@ async def scrape(client: httpx.AsyncClient) -> dict[str, dict[tuple[tuple[str, s
 
 
 @pytest.mark.asyncio
+async def test_metrics_read_a_dump_without_asks_or_allocations(busy: Scenario) -> None:
+    """A scrape reads the state dump without the lists of pending asks and allocations (it
+    costs per application, queue and node, however deep the backlog), and finds in it the
+    same metrics as in the whole dump."""
+    core = busy.core
+    assert isinstance(core, scheduler.Core)  # the in-process core (the REST's own)
+    full = await core.state_dump()
+    summary = await core.state_dump(detail=False)
+    (part,) = summary["partitions"]
+    assert part["applications"] and all(
+        "requests" not in a and "allocations" not in a for a in part["applications"]
+    )
+    assert part["nodes"] and all("allocations" not in n for n in part["nodes"])
+    assert any(a["requests"] for a in full["partitions"][0]["applications"])
+
+    def samples(dump: Json) -> list[tuple[str, list[Any]]]:
+        return sorted((f.name, sorted(map(repr, f.samples))) for f in metric_families(dump))
+
+    summary["actors"] = full["actors"]  # the actors' own counters moved in between
+    summary["retiredActors"] = full["retiredActors"]
+    assert samples(summary) == samples(full)
+
+
+@pytest.mark.asyncio
 async def test_scheduler_and_queue_metrics(busy: Scenario, client: httpx.AsyncClient) -> None:
     m = await scrape(client)
     apps = m["yunikorn_scheduler_application_total"]
