@@ -103,30 +103,36 @@ class Reserve:
         p = self.partition
         now = p.clock()
         delay = p.timeouts.reservation_delay
-        asks = iter(group.values())
-        for ask in asks:
-            if ask is first:
-                break
+        due = first.created + delay
+        if now < due:  # the first is too young to reserve, and so is every one after it
+            if self.reserve_due is None or due < self.reserve_due:
+                self.reserve_due = due
+            return None
         no_reserve = self._no_reserve
-        ask = first
-        while True:
-            if not skip or id(ask) not in skip:
-                due = ask.created + delay
-                if now < due:
-                    if self.reserve_due is None or due < self.reserve_due:
-                        self.reserve_due = due
+        if first.size not in no_reserve:
+            asks = iter(group.values())
+            for ask in asks:
+                if ask is first:
+                    break
+            ask = first
+            while True:
+                if not skip or id(ask) not in skip:
+                    due = ask.created + delay
+                    if now < due:
+                        if self.reserve_due is None or due < self.reserve_due:
+                            self.reserve_due = due
+                        return None
+                    if ask.size in no_reserve:
+                        break
+                    if app.reserved_count(ask) < ask.pending:
+                        node = self._node_to_reserve(app, ask)
+                        if node is not None:
+                            return Proposal(app, ask, node, reserve=True)
+                        break
+                nxt = next(asks, None)
+                if nxt is None:
                     return None
-                if ask.size in no_reserve:
-                    break
-                if app.reserved_count(ask) < ask.pending:
-                    node = self._node_to_reserve(app, ask)
-                    if node is not None:
-                        return Proposal(app, ask, node, reserve=True)
-                    break
-            nxt = next(asks, None)
-            if nxt is None:
-                return None
-            ask = nxt
+                ask = nxt
         # No free node could hold them: the first too young to reserve leaves its time.
         young = group.first_due_after(now, delay)
         if young is not None:
