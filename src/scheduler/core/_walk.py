@@ -280,9 +280,9 @@ class Walk(Reserve):
 
     def _propose_in(self, queue: Queue, skip: set[int], no_node: set[Size]) -> Proposal | None:
         by_shape = self.by_shape and not self.checks_predicates and not self.partition.refused
-        if by_shape and skip and id(queue) in skip:
-            return None  # nothing below it could be placed earlier in this pass
         for child in queue.sorted_children():
+            if by_shape and skip and id(child) in skip:
+                continue  # nothing below it could be placed earlier in this pass
             if child.leaf:
                 proposal = self._propose_in_leaf(child, skip, no_node, by_shape)
             else:
@@ -298,13 +298,14 @@ class Walk(Reserve):
     def _propose_in_leaf(
         self, queue: Queue, skip: set[int], no_node: set[Size], by_shape: bool = False
     ) -> Proposal | None:
-        if by_shape:
-            if skip and id(queue) in skip:
-                return None
-            # (a leaf of one application: its walk costs no more than the look at shapes)
-            if len(queue.pending_list) > 1 and self._leaf_held(queue, no_node):
-                skip.add(id(queue))
-                return None
+        if (
+            by_shape
+            and (no_node or queue.limited_chain)  # else no shape can be held
+            and len(queue.pending_list) > 1  # one application: its walk costs no more
+            and self._leaf_held(queue, no_node)
+        ):
+            skip.add(id(queue))
+            return None
         p = self.partition
         app_limited = bool(queue.app_limited_chain)
         gang_limited = bool(queue.max_set_chain)

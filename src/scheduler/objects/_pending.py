@@ -241,10 +241,28 @@ class PendingAsks:
     def add(self, ask: Ask) -> bool:
         """Add ``ask`` in its place; True if its priority is new here (the highest may
         have moved)."""
-        size = None if one_by_one(ask) else ask.size
-        group, new_priority = self._group(ask.priority, size, ask)
+        gang = ask.gang
+        if gang is not None or ask.required_node or (ask.task_group_name and not ask.placeholder):
+            size = None  # ``one_by_one``, inline: a placeholder comes this way
+        else:
+            size = ask.size
+        level = self._levels.get(ask.priority)
+        group = level.get(size) if level is not None else None
+        new_priority = False
+        if group is None:
+            group, new_priority = self._group(ask.priority, size, ask)
         ask.gid = group.gid
-        if group.where and order(ask) < order(group.last()):
+        if group.where:
+            last = group.last()
+            if gang is None and last.gang is None:  # ``order`` without its tuples
+                late = ask.created < last.created or (
+                    ask.created == last.created and ask.seq < last.seq
+                )
+            else:
+                late = order(ask) < order(last)
+        else:
+            late = False
+        if late:
             group.insert(ask)
             if size is not None and self.shapes_to is not None:
                 self.shapes_to.came(size, ask.created, again=True)
