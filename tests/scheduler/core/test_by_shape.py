@@ -31,6 +31,10 @@ of the pass's decisions (a reservation, a gang rolled back or satisfied, a place
 replaced or cancelled) must be the same too, which catches a reservation made and dropped
 within one step. ``BY_SHAPE_EXAMPLES=2000`` runs a deeper search; a failure prints the
 configuration and every step.
+
+``test_release_refills_the_oldest_ask_of_the_freed_shape`` holds both walks to what a
+user relies on, by hand: on a full cluster each release is refilled by the oldest ask of
+the shape it freed.
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+import pytest
 from hypothesis import HealthCheck, Phase, event, given, note, settings
 from hypothesis import strategies as st
 
@@ -828,3 +833,96 @@ def tally(prog: Program, side: Side) -> None:
 @given(setup=setups, program=programs)
 def test_walk_by_shape_decides_as_the_ask_by_ask_walk(setup: Setup, program: list[Op]) -> None:
     asyncio.run(run(setup, program))
+
+
+# ========================================================================= by hand
+# Three shapes none of which fits where another was: nodes of two A slots, of two B slots
+# and of one C slot, so a release frees room for its own shape only.
+A, B, C = (40, 1), (10, 5), (25, 3)
+TOO_BIG = (150, 2)  # no node holds it
+HAND_QUEUES = """
+partitions:
+  - name: default
+    queues:
+      - name: root
+        submitacl: "*"
+        queues:
+          - name: a
+"""
+SLOTS = {"n0": (80, 2), "n1": (80, 2), "n2": (20, 10), "n3": (20, 10), "n4": (25, 3)}
+# What the RM releases, what the backlog refills it with, in order: the oldest pending ask
+# of the freed shape, old's before young's (a fifo queue); X never.
+REFILLS = [
+    (["old A1"], ["old A4"]),
+    (["old C0", "old B0"], ["old C1", "old B4"]),
+    (["old A0", "old A2", "old B3"], ["old A5", "old B5", "young A0"]),
+    (["old C1", "old A3", "old B1", "old B2"], ["old C2", "young B0", "young A1", "young B1"]),
+]
+# Once the asks waited past the reservation delay, each shape's oldest pending ask holds a
+# node; a release of a reserved node goes to its ask, that of another node of the shape
+# too (its reservation is dropped), and the next oldest ask reserves a node again.
+RESERVED = [("n4", "old C3"), ("n0", "young A2"), ("n2", "young B2")]
+REFILLS_RESERVED = [
+    (["old C2"], ["old C3"], [("n0", "young A2"), ("n2", "young B2"), ("n4", "old C4")]),
+    (["young A1"], ["young A2"], [("n2", "young B2"), ("n4", "old C4")]),
+    (["old B4"], ["young B2"], [("n4", "old C4")]),
+]
+
+
+def _named(allocs: list[si.Allocation]) -> list[str]:
+    return [f"{a.application_id} {a.allocation_key}" for a in allocs]
+
+
+def _reserved(side: Side) -> list[tuple[str, str]]:
+    return [
+        (node_id, f"{r.application_id} {r.ask.allocation_key}")
+        for node_id, r in side.actor.partition.reservations.by_node.items()
+    ]
+
+
+async def _release_named(sides: tuple[Side, Side], names: list[str]) -> list[str]:
+    """The RM releases the allocations ``names`` on both cores; what the backlog refilled."""
+    before = len(sides[0].d.rm.allocations)
+    for s in sides:
+        live = dict(zip(_named(s.live()), s.live(), strict=True))
+        await s.d.release(*(live[name] for name in names))
+        await settle(s)
+    assert_same(*sides)
+    return _named(sides[0].d.rm.allocations[before:])
+
+
+@pytest.mark.asyncio
+async def test_release_refills_the_oldest_ask_of_the_freed_shape() -> None:
+    """A full cluster with a backlog of several shapes: each release is refilled by the
+    oldest ask of the shape it freed, on both walks, before and after reservations."""
+    shapes = {"A": A, "B": B, "C": C, "X": TOO_BIG}
+    # old's backlog, shape by shape in turn with X first, then young's of the same shapes
+    backlog = [("old", f"{shape}{i}") for i in range(6) for shape in "XABC"]
+    backlog += [("young", f"{shape}{i}") for i in range(3) for shape in "ABC"]
+    requests = [
+        ask(key, app_id, memory=shapes[key[0]][0], vcore=shapes[key[0]][1])
+        for app_id, key in backlog
+    ]
+    async with two_cores(HAND_QUEUES) as sides:
+        for s in sides:
+            await s.d.nodes(*(node(n, memory=m, vcore=v) for n, (m, v) in SLOTS.items()))
+            await s.d.apps(app("old", "root.a"), app("young", "root.a"))
+            await s.d.asks(*requests)
+            await settle(s)
+        assert_same(*sides)
+        # every slot taken by the oldest asks of its shape
+        slots = ["A0", "A1", "A2", "A3", "B0", "B1", "B2", "B3", "C0"]
+        assert sorted(_named(sides[0].d.rm.allocations)) == [f"old {k}" for k in slots]
+        for released, refilled in REFILLS:
+            assert await _release_named(sides, released) == refilled, released
+        assert _reserved(sides[0]) == []  # nothing waited long enough yet
+
+        for s in sides:
+            await s.d.clock.advance(RESERVATION_DELAY + 1)
+            await settle(s)
+        assert_same(*sides)
+        assert _reserved(sides[0]) == RESERVED
+        for released, refilled, reserved in REFILLS_RESERVED:
+            assert await _release_named(sides, released) == refilled, released
+            assert _reserved(sides[0]) == reserved, released
+        assert not [name for name in _named(sides[0].d.rm.allocations) if " X" in name]
