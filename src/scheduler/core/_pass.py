@@ -39,6 +39,17 @@ class Scheduler(Walk):
         """
         p = self.partition
         p.schedule_pending = False
+        p.in_pass = True
+        try:
+            made = self._schedule(limit)
+        finally:
+            self.closest = None
+            p.end_pass()
+        p.total_allocations += made
+        return made
+
+    def _schedule(self, limit: int) -> int:
+        p = self.partition
         self._no_reserve = set()
         self.closest = {}
         made = 0
@@ -78,8 +89,6 @@ class Scheduler(Walk):
                 skip.add(id(proposal.ask))
         else:
             p.schedule_pending = True  # more may fit: continue after the mailboxes drain
-        self.closest = None
-        p.total_allocations += made
         return made
 
     def propose_checked(self) -> Proposal | None:

@@ -78,17 +78,28 @@ class Reserve:
         self.closest: dict[Size, list[tuple[float, int, Node]]] | None = None
         self._closest_adds = -1  # the node index's ``adds`` when those heaps were made
         self.checks_predicates = False  # an RM that checks predicates gets no reservations
+        # While the groups of one priority are looked at out of order: the young asks met
+        # (``_young``), kept until the walk knows how far the walk ask by ask would go.
+        self._young: list[tuple[Ask, float]] | None = None
 
-    def _may_reserve(self, size: Size, oldest: float) -> bool:
-        """Whether an ask of ``size`` created at ``oldest`` or later may reserve a node now,
-        as far as the size and the age tell: None may before the reservation delay (the
-        wake-up time is left for the pass's timer), nor when no free node could hold it."""
+    def _due(self, ask: Ask, due: float) -> None:
+        """``ask``, too young to reserve, would reserve at ``due``: the pass's wake-up
+        time is the earliest such time of the asks the walk looked at (as the walk ask by
+        ask meets them: the pass runs at that time, and at no other)."""
+        if self._young is not None:
+            self._young.append((ask, due))
+        elif self.reserve_due is None or due < self.reserve_due:
+            self.reserve_due = due
+
+    def _must_walk(self, size: Size, oldest: float) -> bool:
+        """Whether the asks of ``size`` (none older than ``oldest``) of a leaf with no node
+        with room for them must be walked: one may reserve a node now (old enough, and a
+        free node could hold it), or one too young to reserve may set an earlier wake-up time than
+        the pass has (the walk ask by ask would meet it, so this walk must too)."""
         p = self.partition
         due = oldest + p.timeouts.reservation_delay
         if p.clock() < due:
-            if self.reserve_due is None or due < self.reserve_due:
-                self.reserve_due = due
-            return False
+            return self.reserve_due is None or due < self.reserve_due
         return size not in self._no_reserve
 
     def _reserve_in_group(
@@ -105,8 +116,7 @@ class Reserve:
         delay = p.timeouts.reservation_delay
         due = first.created + delay
         if now < due:  # the first is too young to reserve, and so is every one after it
-            if self.reserve_due is None or due < self.reserve_due:
-                self.reserve_due = due
+            self._due(first, due)
             return None
         no_reserve = self._no_reserve
         if first.size not in no_reserve:
@@ -119,8 +129,7 @@ class Reserve:
                 if not skip or id(ask) not in skip:
                     due = ask.created + delay
                     if now < due:
-                        if self.reserve_due is None or due < self.reserve_due:
-                            self.reserve_due = due
+                        self._due(ask, due)
                         return None
                     if ask.size in no_reserve:
                         break
@@ -136,9 +145,7 @@ class Reserve:
         # No free node could hold them: the first too young to reserve leaves its time.
         young = group.first_due_after(now, delay)
         if young is not None:
-            due = young.created + delay
-            if self.reserve_due is None or due < self.reserve_due:
-                self.reserve_due = due
+            self._due(young, young.created + delay)
         return None
 
     def _node_to_reserve(self, app: Application, ask: Ask) -> Node | None:
@@ -154,8 +161,7 @@ class Reserve:
             return None
         due = ask.created + p.timeouts.reservation_delay
         if p.clock() < due:
-            if self.reserve_due is None or due < self.reserve_due:
-                self.reserve_due = due
+            self._due(ask, due)
             return None
         if ask.size in self._no_reserve or app.reserved_count(ask) >= ask.pending:
             return None
@@ -244,6 +250,7 @@ class Walk(Reserve):
         # A member of a Strict permit gang failed: the walk stops there, the group rolls
         # back (``PermitGangs.after_propose``) and the pass walks again with its room free.
         self._walk_stopped = False
+        self._stopped_at: Ask | None = None  # the member where the walk stopped
 
     # ========================================================================= proposals
     def propose(
@@ -280,6 +287,7 @@ class Walk(Reserve):
 
     def _propose_in(self, queue: Queue, skip: set[int], no_node: set[Size]) -> Proposal | None:
         by_shape = self.by_shape and not self.checks_predicates and not self.partition.refused
+        held = by_shape
         for child in queue.sorted_children():
             if by_shape and skip and id(child) in skip:
                 continue  # nothing below it could be placed earlier in this pass
@@ -289,7 +297,8 @@ class Walk(Reserve):
                 proposal = self._propose_in(child, skip, no_node)
             if proposal is not None or self._walk_stopped:
                 return proposal
-        if by_shape:
+            held = held and id(child) in skip
+        if held:
             # Nothing frees up during a pass: what found nothing finds nothing until the
             # next (a Strict permit group that rolls back starts the walk afresh).
             skip.add(id(queue))
@@ -313,15 +322,22 @@ class Walk(Reserve):
         # sorted_applications() of a fifo leaf is its pending_list: read it without the
         # call (once per walk of a leaf, about 1% of the 100-queues case)
         apps = queue.pending_list if queue.fifo_order else queue.sorted_applications()
+        # An application passed over by the checks below may pass them later in the same
+        # pass (a permit gang satisfied starts it): only a leaf whose every application
+        # found nothing is not walked again in the pass.
+        held = by_shape
         for app in apps:
             if app.state not in SCHEDULABLE_STATES:
+                held = False
                 continue
             if app_limited and app.state is _ACCEPTED and not queue.can_run_another_app():
+                held = False
                 continue  # maxapplications: it waits until a running application finishes
             charge = None
             if ugm is not None:  # user and group limits
                 charge = ugm.charge(app)
                 if app.state is _ACCEPTED and not charge.can_run():
+                    held = False
                     continue  # its user or group runs as many applications as it may
                 if not charge.res_levels:
                     charge = None
@@ -331,6 +347,7 @@ class Walk(Reserve):
                 and not app.gang_started
                 and not self.gang_fits(queue, app)
             ):
+                held = False
                 continue  # a gang starts only when its whole placeholder total fits
             if by_shape:
                 if skip and id(app) in skip:
@@ -348,7 +365,7 @@ class Walk(Reserve):
                 )
             if proposal is not None or self._walk_stopped:
                 return proposal
-        if by_shape:
+        if held:
             skip.add(id(queue))
         return None
 
@@ -367,7 +384,7 @@ class Walk(Reserve):
             assert size is not None
             if limited and not queue.headroom_fits(dict(size)):
                 continue
-            if size not in no_node or self._may_reserve(size, since[size]):
+            if size not in no_node or self._must_walk(size, since[size]):
                 return False
         return True
 
@@ -406,22 +423,33 @@ class Walk(Reserve):
             best: Proposal | None = None
             best_key: tuple[float, str, int] | None = None
             one_by_one: Group | None = None
-            for size, group in level.items():
-                if size is None:
-                    one_by_one = group
-                    continue
-                proposal = self._propose_group(app, group, queue, charge, skip, no_node)
-                if proposal is not None:
-                    key = order(proposal.ask)
-                    if best_key is None or key < best_key:
-                        best, best_key = proposal, key
+            young = self._young = []  # the groups are looked at out of order
+            try:
+                for size, group in level.items():
+                    if size is None:
+                        one_by_one = group
+                        continue
+                    proposal = self._propose_group(app, group, queue, charge, skip, no_node)
+                    if proposal is not None:
+                        key = order(proposal.ask)
+                        if best_key is None or key < best_key:
+                            best, best_key = proposal, key
+            finally:
+                self._young = None
+            end = best_key  # how far the walk ask by ask goes: to the first proposal
             if one_by_one is not None:
                 proposal = self._propose_asks(
                     app, one_by_one.values(), queue, charge, skip, no_node, best_key
                 )
-                if proposal is not None or self._walk_stopped:
-                    return proposal
-            if best is not None:
+                if proposal is not None:
+                    best, end = proposal, order(proposal.ask)
+                elif self._walk_stopped:
+                    assert self._stopped_at is not None
+                    best, end = None, order(self._stopped_at)
+            for ask, due in young:  # the young asks that walk would meet on its way
+                if end is None or order(ask) < end:
+                    self._due(ask, due)
+            if best is not None or self._walk_stopped:
                 return best
         return None
 
@@ -577,6 +605,7 @@ class Walk(Reserve):
     ) -> None:
         if self.partition.permits.member_failed(gang, app, ask, kind, where):
             self._walk_stopped = True  # a Strict group rolls back: walk again after it
+            self._stopped_at = ask
 
     def _required_node(self, ask: Ask) -> Node | None:
         node = self.partition.nodes.get(ask.required_node)

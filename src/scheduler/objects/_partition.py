@@ -100,6 +100,10 @@ class PartitionState:
         # for, so only then is root part of the quota checks (``Queue.capacity_binds``).
         self.overcommitted: set[str] = set()
         self.total_allocations = 0
+        # In a scheduling pass, nothing frees up: a node whose reservation ends during one
+        # waits here and comes back to the node index after it (``Reservations.release``).
+        self.in_pass = False
+        self.held_back: list[Node] = []
         # A count of cluster changes, which lets a permit gang parked until "the cluster
         # changes" go again.
         self.generation = 0
@@ -112,6 +116,20 @@ class PartitionState:
         self.generation += 1
         if self.refused:
             self.refused = {}
+
+    def end_pass(self) -> None:
+        """The pass is over: the nodes held back during it come back to the index."""
+        self.in_pass = False
+        if self.held_back:
+            held, self.held_back = self.held_back, []
+            for node in held:
+                if (
+                    node.reserved is None
+                    and node.schedulable
+                    and self.nodes.get(node.node_id) is node
+                ):
+                    self.index.add(node)
+            self.wake()
 
     def asks_came(self) -> None:
         """New asks: a pass is due, but the cluster is as it was (a gang parked until the

@@ -94,8 +94,11 @@ class Reservations:
         if app is not None:
             app.unhold(node.node_id)
         if node.schedulable and p.nodes.get(node.node_id) is node:
-            p.index.add(node)
-            p.wake()
+            if p.in_pass:
+                p.held_back.append(node)  # nothing frees up during a pass: after it
+            else:
+                p.index.add(node)
+                p.wake()
 
     def settle(self, reservation: Reservation) -> None:
         """``reservation``'s ask found room neither on its node nor on any other."""
