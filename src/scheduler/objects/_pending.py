@@ -61,12 +61,17 @@ class Group:
     ``_CHUNK`` slots. Adding and removing are O(1).
     """
 
-    __slots__ = ("_room", "chunks", "gid", "priority", "size", "where")
+    __slots__ = ("_room", "chunks", "gangs", "gid", "priority", "size", "top_seq", "where")
 
     def __init__(self, gid: int, priority: int, size: Size | None) -> None:
         self.gid = gid
         self.priority = priority
         self.size = size
+        # The highest ``Ask.seq`` it took (of an ask still here or not), and whether it took
+        # a permit gang's member: without one, an ask's place by age is its place by number
+        # (asks are numbered as they arrive, on a clock that never goes back).
+        self.top_seq = 0
+        self.gangs = False
         self.chunks: deque[dict[str, Ask]] = deque()
         self.where: dict[str, dict[str, Ask]] = {}  # allocation key -> its chunk
         self._room = 0  # slots left in the last chunk
@@ -252,16 +257,16 @@ class PendingAsks:
         if group is None:
             group, new_priority = self._group(ask.priority, size, ask)
         ask.gid = group.gid
-        if group.where:
-            last = group.last()
-            if gang is None and last.gang is None:  # ``order`` without its tuples
-                late = ask.created < last.created or (
-                    ask.created == last.created and ask.seq < last.seq
-                )
-            else:
-                late = order(ask) < order(last)
-        else:
+        if not group.where:
             late = False
+        elif gang is None and not group.gangs:
+            late = ask.seq < group.top_seq  # by number (a removed ask's: then placed by age)
+        else:
+            late = order(ask) < order(group.last())
+        if ask.seq > group.top_seq:
+            group.top_seq = ask.seq
+        if gang is not None:
+            group.gangs = True
         if late:
             group.insert(ask)
             if size is not None and self.shapes_to is not None:
@@ -277,6 +282,7 @@ class PendingAsks:
         priority: int | None = None
         size: Size | None = None
         group: Group | None = None
+        seq = 0
         for ask in asks:
             shape = (
                 None
@@ -284,11 +290,16 @@ class PendingAsks:
                 else ask.size
             )
             if group is None or ask.priority != priority or not (shape is size or shape == size):
+                if group is not None:
+                    group.top_seq = seq  # the newest it took
                 priority, size = ask.priority, shape
                 group, new_priority = self._group(priority, shape, ask)
                 moved = moved or new_priority
             ask.gid = group.gid
             group.append(ask)
+            seq = ask.seq
+        if group is not None:
+            group.top_seq = seq
         return moved
 
     def remove(self, ask: Ask) -> bool:
