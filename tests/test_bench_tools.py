@@ -34,6 +34,7 @@ SCRIPTS = [
     "bench_permit.py",
     "bench_transport.py",
     "bench_backlog.py",
+    "bench_outstanding.py",
 ]
 # The scripts run on the package this test run imports: src/ here, the installed compiled
 # build in ``nox -s tests_compiled``.

@@ -412,3 +412,40 @@ async def test_a_stateaware_queue_reports_the_asks_of_an_application_it_holds_ba
     await d.clock.advance(1)
     await d.settle()
     assert states(d) == [("second", "big", FAILED)]
+
+
+async def test_an_ask_that_fits_a_node_it_may_not_take_yet_keeps_what_it_was_told(
+    driver: Driver,
+) -> None:
+    """The stateaware filter holds ``second`` back: with a node that has room its asks need
+    nothing from an autoscaler, and once the room is gone they are not reported again."""
+    config = CONFIG.replace(
+        "          - name: free\n",
+        "          - name: free\n"
+        "          - name: sa\n"
+        "            properties:\n"
+        "              application.sort.policy: stateaware\n",
+    )
+    d = driver
+    await setup(d, config=config)
+    await d.apps(app("first", "root.sa"))
+    await d.asks(ask("f1", "first", memory=10))
+    await d.settle()
+    await d.apps(app("second", "root.sa"))
+    await d.asks(*[ask(f"big-{i}", "second", memory=500) for i in range(3)])
+    await d.settle()
+    await d.clock.advance(1)
+    assert states(d) == [("second", f"big-{i}", FAILED) for i in range(3)]
+    await d.nodes(node("n2", memory=1000, vcore=10))  # room, but second may not start yet
+    await d.settle()
+    await d.clock.advance(1)
+    assert d.allocs("second") == []
+    await d.asks(ask("big-3", "second", memory=500))  # told nothing while it fits a node
+    await d.settle()
+    await d.clock.advance(1)
+    await d.nodes(si.NodeInfo(node_id="n2", action=si.ActionFromRM.DECOMISSION))
+    await d.asks(ask("f2", "first", memory=10))  # (a node that goes is no news by itself)
+    await d.settle()
+    await d.clock.advance(1)
+    assert [a.allocation_key for a in d.allocs()] == ["f1", "f2"]
+    assert states(d) == [("second", f"big-{i}", FAILED) for i in range(4)]
