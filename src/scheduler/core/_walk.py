@@ -608,9 +608,14 @@ class Walk(Reserve):
             self._stopped_at = ask
 
     def _required_node(self, ask: Ask) -> Node | None:
-        node = self.partition.nodes.get(ask.required_node)
+        """The node ``ask`` must run on, if it has room for it now and the RM's predicates
+        did not refuse it for the ask (else the ask waits until the cluster changes)."""
+        p = self.partition
+        node = p.nodes.get(ask.required_node)
+        refused = p.refused.get(id(ask)) if p.refused else None
         if (
             node is not None
+            and not (refused and node.node_id in refused)
             and node.schedulable
             and (node.reserved is None or node.reserved.ask is ask)
             and fits(ask.resource, node.available)

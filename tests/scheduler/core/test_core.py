@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 from importlib import metadata
 
@@ -807,6 +808,22 @@ async def test_predicates_of_the_rm_decide_the_node(core: scheduler.Core) -> Non
     assert ("k", "n1") in rm.asked and ("k", "n2") in rm.asked
     info = await core.get_application("default", "a1")
     assert info["requests"][0]["pendingCount"] == 1  # n2 is full, n1 refused: still pending
+
+
+async def test_an_ask_bound_to_a_node_the_predicates_refuse_waits(core: scheduler.Core) -> None:
+    """An ask that must run on one node, which the RM's predicates refuse, is asked about
+    once and then waits (it was proposed again and again, and the core never settled),
+    until the cluster changes."""
+    rm = Picky()
+    await core.register_resource_manager(si.RegisterResourceManagerRequest(rm_id="rm"), rm)
+    await core.update_node(si.NodeRequest(rm_id="rm", nodes=[node("n1"), node("n2")]))
+    await core.update_application(si.ApplicationRequest(rm_id="rm", new=[app("a1", "root.x")]))
+    bound = ask("k", "a1", tags={si.DOMAIN_YUNIKORN + si.KEY_REQUIRED_NODE: "n1"})
+    await core.update_allocation(si.AllocationRequest(rm_id="rm", asks=[bound]))
+    await asyncio.wait_for(core.settle(), 10)
+    assert rm.asked == [("k", "n1")] and not rm.allocations
+    info = await core.get_application("default", "a1")
+    assert info["requests"][0]["pendingCount"] == 1
 
 
 async def test_default_callback_is_not_asked_for_predicates(driver: Driver) -> None:
