@@ -365,6 +365,13 @@ def _large_story(large: Ask) -> list[Op]:
     return [large, AddNode(LARGE_NODE)]
 
 
+def _reserve_story(newcomer: AddApp, batch: Asks, release: Release) -> list[Op]:
+    """Asks wait past the reservation delay (the pending ones reserve nodes), a younger
+    application asks too, and the RM releases: reserved and younger asks meet over the
+    room it frees."""
+    return [Advance(RESERVATION_DELAY + 0.5), newcomer, batch, release]
+
+
 stories = st.one_of(
     st.builds(
         _gang_story,
@@ -373,6 +380,7 @@ stories = st.one_of(
         st.sampled_from([[], [Confirm(None)], [Advance(30)], [Confirm(None), Advance(30)]]),
     ),
     st.builds(_permit_story, permits, st.lists(st.tuples(picks, st.integers(1, 2)), max_size=3)),
+    st.builds(_reserve_story, add_app, batches, releases),
     st.builds(
         _large_story,
         st.builds(
@@ -840,7 +848,7 @@ def test_walk_by_shape_decides_as_the_ask_by_ask_walk(setup: Setup, program: lis
 # and of one C slot, so a release frees room for its own shape only.
 A, B, C = (40, 1), (10, 5), (25, 3)
 TOO_BIG = (150, 2)  # no node holds it
-HAND_QUEUES = """
+ONE_LEAF = """
 partitions:
   - name: default
     queues:
@@ -903,7 +911,7 @@ async def test_release_refills_the_oldest_ask_of_the_freed_shape() -> None:
         ask(key, app_id, memory=shapes[key[0]][0], vcore=shapes[key[0]][1])
         for app_id, key in backlog
     ]
-    async with two_cores(HAND_QUEUES) as sides:
+    async with two_cores(ONE_LEAF) as sides:
         for s in sides:
             await s.d.nodes(*(node(n, memory=m, vcore=v) for n, (m, v) in SLOTS.items()))
             await s.d.apps(app("old", "root.a"), app("young", "root.a"))
