@@ -365,6 +365,13 @@ def _large_story(large: Ask) -> list[Op]:
     return [large, AddNode(LARGE_NODE)]
 
 
+def _reserve_story(newcomer: AddApp, batch: Asks, release: Release) -> list[Op]:
+    """Asks wait past the reservation delay (the pending ones reserve nodes), a younger
+    application asks too, and the RM releases: reserved and younger asks meet over the
+    room it frees."""
+    return [Advance(RESERVATION_DELAY + 0.5), newcomer, batch, release]
+
+
 stories = st.one_of(
     st.builds(
         _gang_story,
@@ -373,6 +380,7 @@ stories = st.one_of(
         st.sampled_from([[], [Confirm(None)], [Advance(30)], [Confirm(None), Advance(30)]]),
     ),
     st.builds(_permit_story, permits, st.lists(st.tuples(picks, st.integers(1, 2)), max_size=3)),
+    st.builds(_reserve_story, add_app, batches, releases),
     st.builds(
         _large_story,
         st.builds(
@@ -840,7 +848,7 @@ def test_walk_by_shape_decides_as_the_ask_by_ask_walk(setup: Setup, program: lis
 # and of one C slot, so a release frees room for its own shape only.
 A, B, C = (40, 1), (10, 5), (25, 3)
 TOO_BIG = (150, 2)  # no node holds it
-HAND_QUEUES = """
+ONE_LEAF = """
 partitions:
   - name: default
     queues:
@@ -903,7 +911,7 @@ async def test_release_refills_the_oldest_ask_of_the_freed_shape() -> None:
         ask(key, app_id, memory=shapes[key[0]][0], vcore=shapes[key[0]][1])
         for app_id, key in backlog
     ]
-    async with two_cores(HAND_QUEUES) as sides:
+    async with two_cores(ONE_LEAF) as sides:
         for s in sides:
             await s.d.nodes(*(node(n, memory=m, vcore=v) for n, (m, v) in SLOTS.items()))
             await s.d.apps(app("old", "root.a"), app("young", "root.a"))
@@ -926,3 +934,66 @@ async def test_release_refills_the_oldest_ask_of_the_freed_shape() -> None:
             assert await _release_named(sides, released) == refilled, released
             assert _reserved(sides[0]) == reserved, released
         assert not [name for name in _named(sides[0].d.rm.allocations) if " X" in name]
+
+
+# ============================================================ found by the property
+# Divergences the property found in the first walk by shape (main at 44ee0db), made small.
+async def settled(sides: Sides, send: Callable[[Driver], Awaitable[None]]) -> None:
+    """``send`` to both cores, each settled after."""
+    for s in sides:
+        await send(s.d)
+        await settle(s)
+
+
+async def release_key(sides: Sides, key: str) -> None:
+    for s in sides:
+        await s.d.release(next(a for a in s.live() if a.allocation_key == key))
+        await settle(s)
+
+
+@pytest.mark.asyncio
+async def test_a_reserved_ask_takes_room_freed_on_another_node_before_a_younger_ask() -> None:
+    """R waits on its reservation of n0 (full); the RM releases on n1, reserved by R2: R2
+    takes n1 and what is left of it goes to R, not to the younger application's Y (the
+    reserved asks first, each on any node once its own has no room: YuniKorn's
+    ``tryReservedAllocate``). The walk by shape gave it to Y."""
+    async with two_cores(ONE_LEAF) as sides:
+        await settled(sides, lambda d: d.nodes(node("n0", 20, 2), node("n1", 60, 6)))
+        await settled(sides, lambda d: d.apps(*(app(a, "root.a") for a in ("f", "old", "young"))))
+        await settled(sides, lambda d: d.asks(ask("f0", "f", 20, 2), ask("f1", "f", 60, 6)))
+        await settled(sides, lambda d: d.asks(ask("R2", "old", 40, 4), ask("R", "old", 20, 2)))
+        await settled(sides, lambda d: d.clock.advance(RESERVATION_DELAY + 1))
+        await settled(sides, lambda d: d.asks(ask("Y", "young", 10, 1)))
+        assert _reserved(sides[0]) == [("n1", "old R2"), ("n0", "old R")]
+        assert_same(*sides)
+        await release_key(sides, "f1")
+        assert _named(sides[0].d.rm.allocations[2:]) == ["old R2", "old R"]
+        assert _reserved(sides[0]) == []
+        assert_same(*sides)
+
+
+@pytest.mark.asyncio
+async def test_an_ask_with_room_on_its_reserved_node_does_not_reserve_it_again() -> None:
+    """k4 holds n0 and n1 for four more allocations. Removing app2 frees n0: the four go
+    there, and no node is reserved again on the way (the RM hears of each reservation, an
+    ``AskReserved`` event). The walk by shape reserved n0 again between them, twice."""
+    async with two_cores(ONE_LEAF + "          - name: b\n") as sides:
+        await settled(sides, lambda d: d.apps(app("app1", "root.a"), app("app2", "root.b")))
+        await settled(
+            sides,
+            lambda d: d.asks(ask("k3", "app2", 60, 6, count=2), ask("k4", "app1", 10, 1, count=8)),
+        )
+        await settled(sides, lambda d: d.nodes(node("n0", 60, 16)))
+        await settled(sides, lambda d: d.nodes(node("n1", 40, 20)))
+        await settled(sides, lambda d: d.clock.advance(RESERVATION_DELAY + 0.5))
+        assert _reserved(sides[0]) == [("n0", "app1 k4"), ("n1", "app1 k4")]
+        assert_same(*sides)
+        rm = sides[0].d.rm
+        before, events = len(rm.allocations), len(rm.events)
+        await settled(sides, lambda d: d.remove_apps("app2"))
+        assert [(a.allocation_key, a.node_id) for a in rm.allocations[before:]] == [
+            ("k4", "n0")
+        ] * 4
+        assert [e.reason for e in rm.events[events:] if e.reason == "AskReserved"] == []
+        assert _reserved(sides[0]) == []
+        assert_same(*sides)
