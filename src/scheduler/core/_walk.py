@@ -353,10 +353,12 @@ class Walk(Reserve):
                 if skip and id(app) in skip:
                     continue
                 group = app.pending_asks.single
-                if group is not None and group.size is not None:  # one shape: the usual case
-                    proposal = self._propose_group(app, group, queue, charge, skip, no_node)
-                else:
+                if group is None:
                     proposal = self._propose_by_shape(app, queue, charge, skip, no_node)
+                elif group.size is not None:  # one shape: the usual case
+                    proposal = self._propose_group(app, group, queue, charge, skip, no_node)
+                else:  # only asks looked at one by one (the real asks of a gang, say)
+                    proposal = self._propose_asks(app, group.values(), queue, charge, skip, no_node)
                 if proposal is None and not self._walk_stopped:
                     skip.add(id(app))
             else:
