@@ -76,7 +76,6 @@ class Reserve:
         # In a pass (``schedule``): per size, the nodes a reservation may take, closest
         # first (``_closest_in_pass``); None outside a pass, where each look scans them.
         self.closest: dict[Size, list[tuple[float, int, Node]]] | None = None
-        self._closest_adds = -1  # the node index's ``adds`` when those heaps were made
         self.checks_predicates = False  # an RM that checks predicates gets no reservations
         # While the groups of one priority are looked at out of order: the young asks met
         # (``_young``), kept until the walk knows how far the walk ask by ask would go.
@@ -118,30 +117,22 @@ class Reserve:
         if now < due:  # the first is too young to reserve, and so is every one after it
             self._due(first, due)
             return None
-        no_reserve = self._no_reserve
-        if first.size not in no_reserve:
-            asks = iter(group.values())
-            for ask in asks:
-                if ask is first:
-                    break
-            ask = first
-            while True:
-                if not skip or id(ask) not in skip:
-                    due = ask.created + delay
-                    if now < due:
-                        self._due(ask, due)
-                        return None
-                    if ask.size in no_reserve:
-                        break
-                    if app.reserved_count(ask) < ask.pending:
-                        node = self._node_to_reserve(app, ask)
-                        if node is not None:
-                            return Proposal(app, ask, node, reserve=True)
-                        break
-                nxt = next(asks, None)
-                if nxt is None:
+        if first.size not in self._no_reserve:
+            # The asks before ``first`` were all ruled out earlier in this pass.
+            for ask in group.values():
+                if skip and id(ask) in skip:
+                    continue
+                due = ask.created + delay
+                if now < due:
+                    self._due(ask, due)
                     return None
-                ask = nxt
+                if app.reserved_count(ask) < ask.pending:
+                    node = self._closest(ask.size)
+                    if node is not None:
+                        return Proposal(app, ask, node, reserve=True)
+                    break  # no free node could hold the size
+            else:
+                return None
         # No free node could hold them: the first too young to reserve leaves its time.
         young = group.first_due_after(now, delay)
         if young is not None:
@@ -165,12 +156,16 @@ class Reserve:
             return None
         if ask.size in self._no_reserve or app.reserved_count(ask) >= ask.pending:
             return None
+        return self._closest(ask.size)
+
+    def _closest(self, size: Size) -> Node | None:
+        """The free node that comes closest to holding ``size`` (none: the size goes to
+        ``_no_reserve`` for the pass)."""
         if self.closest is not None:
-            return self._closest_in_pass(ask.size)
+            return self._closest_in_pass(size)
         best: Node | None = None
         best_score = 0.0
-        size = ask.size
-        for node in p.index.nodes():
+        for node in self.partition.index.nodes():
             score = _missing(node, size)
             if score is not None and (best is None or score < best_score):
                 best, best_score = node, score
@@ -181,14 +176,12 @@ class Reserve:
     def _closest_in_pass(self, size: Size) -> Node | None:
         """``_node_to_reserve``'s node for ``size`` in a pass, from a heap of the indexed
         nodes by (score, order) made at the first look in the pass: each reservation
-        takes a node out of the index, and each allocation only raises a node's score
-        (nothing frees up during a pass), so the top, checked again, is the node the scan
-        of every node would find. A pass that reserves every node costs N log N, not N²."""
+        takes a node out of the index, and each allocation only raises a node's score;
+        nothing frees up during a pass (a node whose reservation ends is held back until
+        after it), so the top, checked again, is the node the scan of every node would
+        find. A pass that reserves every node costs N log N, not N²."""
         assert self.closest is not None
         index = self.partition.index
-        if self._closest_adds != index.adds:  # a node came back (a reservation ended)
-            self.closest.clear()
-            self._closest_adds = index.adds
         heap = self.closest.get(size)
         if heap is None:
             heap = []
@@ -204,11 +197,11 @@ class Reserve:
             if by_id.get(node.node_id) is not node:
                 heappop(heap)  # reserved (or gone) since
                 continue
-            now = _missing(node, size)
-            if now is None:
+            current = _missing(node, size)
+            if current is None:
                 heappop(heap)  # pragma: no cover - a pass changes no capacity
-            elif now != score:
-                heapreplace(heap, (now, order, node))  # it was allocated to since
+            elif current != score:
+                heapreplace(heap, (current, order, node))  # it was allocated to since
             else:
                 return node
         self._no_reserve.add(size)
@@ -267,15 +260,17 @@ class Walk(Reserve):
         p = self.partition
         skip = set() if skip is None else skip
         no_node = set() if no_node is None else no_node
+        # The shape shortcut does not apply where the RM's predicates decide per ask.
+        by_shape = self.by_shape and not self.checks_predicates and not p.refused
         if self._reserved:
-            proposal = self._propose_reserved(skip, no_node)
+            proposal = self._propose_reserved(skip, no_node, by_shape)
             if proposal is not None:
                 return proposal
         if not p.index.by_id and not self._free_placeholders() and not p.permits.holding():
             # No free node; a replacement needs none, though, and a permit member that
             # finds none must be reported (a Strict group holding members rolls back).
             return None
-        return self._propose_in(self._root, skip, no_node)
+        return self._propose_in(self._root, skip, no_node, by_shape)
 
     def _free_placeholders(self) -> bool:
         return any(
@@ -285,8 +280,9 @@ class Walk(Reserve):
             for group in app.task_groups.values()
         )
 
-    def _propose_in(self, queue: Queue, skip: set[int], no_node: set[Size]) -> Proposal | None:
-        by_shape = self.by_shape and not self.checks_predicates and not self.partition.refused
+    def _propose_in(
+        self, queue: Queue, skip: set[int], no_node: set[Size], by_shape: bool
+    ) -> Proposal | None:
         held = by_shape
         for child in queue.sorted_children():
             if by_shape and skip and id(child) in skip:
@@ -294,7 +290,7 @@ class Walk(Reserve):
             if child.leaf:
                 proposal = self._propose_in_leaf(child, skip, no_node, by_shape)
             else:
-                proposal = self._propose_in(child, skip, no_node)
+                proposal = self._propose_in(child, skip, no_node, by_shape)
             if proposal is not None or self._walk_stopped:
                 return proposal
             held = held and id(child) in skip
@@ -305,7 +301,7 @@ class Walk(Reserve):
         return None
 
     def _propose_in_leaf(
-        self, queue: Queue, skip: set[int], no_node: set[Size], by_shape: bool = False
+        self, queue: Queue, skip: set[int], no_node: set[Size], by_shape: bool
     ) -> Proposal | None:
         if (
             by_shape
@@ -403,17 +399,6 @@ class Walk(Reserve):
         ask that a node has room for, or that may reserve one. The asks looked at one by one
         are walked as before, up to the first proposal of the groups."""
         for level in app.pending_asks.levels:
-            if len(level) == 1:
-                for size, group in level.items():
-                    if size is None:
-                        proposal = self._propose_asks(
-                            app, group.values(), queue, charge, skip, no_node
-                        )
-                    else:
-                        proposal = self._propose_group(app, group, queue, charge, skip, no_node)
-                    if proposal is not None or self._walk_stopped:
-                        return proposal
-                continue
             if len(level) > MANY_SHAPES:
                 # Many shapes at one priority: walk ask by ask, as the tie-break by age
                 # would cost a look at every group per proposal.
@@ -469,7 +454,8 @@ class Walk(Reserve):
         headroom, the user's limits and the nodes with room, so the first that is not
         ruled out already takes a node if one has room. If none has, the first old
         enough to reserve a node may."""
-        for ask in group.chunks[0].values():  # noqa: B007 - the first (a chunk never empty)
+        # ``group.first()`` inline (once per allocation): a chunk that empties is dropped
+        for ask in group.chunks[0].values():  # noqa: B007
             break
         if skip and id(ask) in skip:
             for ask in group.values():
@@ -626,7 +612,9 @@ class Walk(Reserve):
         return None
 
     # ====================================================================== reservations
-    def _propose_reserved(self, skip: set[int], no_node: set[Size]) -> Proposal | None:
+    def _propose_reserved(
+        self, skip: set[int], no_node: set[Size], by_shape: bool
+    ) -> Proposal | None:
         """An allocation for a reserved ask: on one of its reserved nodes if it fits now,
         else on any other node (YuniKorn's ``tryReservedAllocate``: every reserved node
         first, then the others). An ask that fits nowhere is left to the normal path only
@@ -638,7 +626,6 @@ class Walk(Reserve):
         within a pass one that found nothing is not looked at again."""
         p = self.partition
         reservations = p.reservations
-        by_shape = self.by_shape and not self.checks_predicates and not p.refused
         looked: Iterable[Reservation]
         if by_shape:
             todo = reservations.to_look_at()

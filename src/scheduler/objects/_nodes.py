@@ -195,7 +195,6 @@ class NodeIndex:
         # which the nodes that may have gained room since are listed.
         self._dead: dict[Size, int] = {}
         self._grown: list[Node] = []
-        self.adds = 0  # nodes taken in so far (what a reader of ``nodes()`` may have missed)
         self._epoch = 0  # how often every node was ranked anew (``_rank_all``)
 
     def _set_factors(self, node: Node) -> None:
@@ -271,7 +270,6 @@ class NodeIndex:
             self.update(node)
             return
         self.by_id[node.node_id] = node
-        self.adds += 1
         if self._dead:
             self._may_have_grown(node)
         self._set_factors(node)

@@ -88,8 +88,10 @@ class Reservations:
         reservation.woken = None
         if self.by_node.get(node.node_id) is reservation:
             del self.by_node[node.node_id]
-            self.unsettle(reservation)
-            self.unsettled.pop(node.node_id, None)
+            if reservation.settled:
+                self._take_settled(reservation)
+            else:
+                self.unsettled.pop(node.node_id, None)
         app = p.applications.get(reservation.application_id)
         if app is not None:
             app.unhold(node.node_id)
@@ -111,21 +113,22 @@ class Reservations:
     def unsettle(self, reservation: Reservation) -> None:
         """The pass looks at ``reservation`` again (its node gained room, or a node has
         room for its size)."""
-        if not reservation.settled:
-            return
+        if reservation.settled:
+            self._take_settled(reservation)
+            self.unsettled[reservation.node.node_id] = reservation
+
+    def _take_settled(self, reservation: Reservation) -> None:
         reservation.settled = False
-        node_id = reservation.node.node_id
         size = reservation.ask.size
         same = self.settled[size]
-        del same[node_id]
+        del same[reservation.node.node_id]
         if not same:
             del self.settled[size]
-        self.unsettled[node_id] = reservation
 
     def to_look_at(self) -> list[Reservation]:
-        """The reservations whose node may have room now, in creation order: the
-        unsettled and the woken; the settled of a size some node has room for are the
-        caller's to add (``settled``)."""
+        """The reservations whose node may have room now: the unsettled and the woken
+        (in no set order: ``Reservation.seq`` is their creation order); the settled of a
+        size some node has room for are the caller's to add (``settled``)."""
         woken = self.woken
         if woken:
             for reservation in woken:
