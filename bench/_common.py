@@ -77,6 +77,39 @@ def load_average() -> list[float] | None:
         return None
 
 
+def run_child(
+    script: str,
+    spec: dict[str, Any],
+    what: str,
+    *,
+    python: str = sys.executable,
+    timeout: float = 3600,
+    capture_stderr: bool = False,
+) -> dict[str, Any]:
+    """Run ``script --child SPEC`` (a bench script's own mode for one case) in a fresh
+    interpreter (``python``) and return the JSON figures it printed last, with the
+    1-minute load average before and after (``load_before``, ``load_after``). Its stderr
+    goes through unless ``capture_stderr``; then a failure shows it. ``what`` names the
+    case in the error of a child that failed."""
+    before = load_average()
+    done = subprocess.run(
+        [python, str(Path(script).resolve()), "--child", json.dumps(spec)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE if capture_stderr else None,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    after = load_average()
+    if done.returncode != 0:
+        shown = f"{done.stdout}\n{done.stderr}" if capture_stderr else done.stdout
+        raise RuntimeError(f"{what} failed (exit {done.returncode}):\n{shown}")
+    figures: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    figures["load_before"] = before[0] if before else None
+    figures["load_after"] = after[0] if after else None
+    return figures
+
+
 def total_memory() -> int | None:
     try:
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")

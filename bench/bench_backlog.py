@@ -67,15 +67,13 @@ import json
 import math
 import random
 import statistics
-import subprocess
 import sys
 import time
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Any
 
 import scheduler
-from _common import Run, add_arguments, load_average
+from _common import Run, add_arguments, load_average, run_child
 from bench_scheduling import build_of_scheduler, names, peak_rss_bytes
 from scheduler import si
 from scheduler.testing import ManualClock
@@ -559,22 +557,8 @@ def child(spec: str) -> None:
 def run_in_subprocess(case: Case, clock: str, seed: int) -> dict[str, Any]:
     """One case in a fresh interpreter, with the 1-minute load average before and after;
     its stderr (the set-up's phases) goes through."""
-    spec = json.dumps({"case": asdict(case), "clock": clock, "seed": seed})
-    before = load_average()
-    done = subprocess.run(
-        [sys.executable, str(Path(__file__).resolve()), "--child", spec],
-        stdout=subprocess.PIPE,
-        text=True,
-        timeout=3600,
-        check=False,
-    )
-    after = load_average()
-    if done.returncode != 0:
-        raise RuntimeError(f"{case.name} failed (exit {done.returncode}):\n{done.stdout}")
-    figures: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    figures["load_before"] = before[0] if before else None
-    figures["load_after"] = after[0] if after else None
-    return figures
+    spec = {"case": asdict(case), "clock": clock, "seed": seed}
+    return run_child(__file__, spec, case.name)
 
 
 def print_table(results: list[dict[str, Any]], clock: str) -> None:

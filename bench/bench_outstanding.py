@@ -41,16 +41,14 @@ import argparse
 import asyncio
 import json
 import statistics
-import subprocess
 import sys
 import time
 from dataclasses import asdict
-from pathlib import Path
 from typing import Any
 
 import bench_backlog
 import scheduler
-from _common import Run, add_arguments, load_average
+from _common import Run, add_arguments, load_average, run_child
 from bench_backlog import (
     SHAPES,
     BenchError,
@@ -165,22 +163,7 @@ def child(spec: str) -> None:
 def run_in_subprocess(case: Case, repeat: int) -> dict[str, Any]:
     """One case in a fresh interpreter, with the 1-minute load average before and after;
     its stderr (the set-up's phases) goes through."""
-    spec = json.dumps({"case": asdict(case), "repeat": repeat})
-    before = load_average()
-    done = subprocess.run(
-        [sys.executable, str(Path(__file__).resolve()), "--child", spec],
-        stdout=subprocess.PIPE,
-        text=True,
-        timeout=3600,
-        check=False,
-    )
-    after = load_average()
-    if done.returncode != 0:
-        raise RuntimeError(f"{case.name} failed (exit {done.returncode}):\n{done.stdout}")
-    figures: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    figures["load_before"] = before[0] if before else None
-    figures["load_after"] = after[0] if after else None
-    return figures
+    return run_child(__file__, {"case": asdict(case), "repeat": repeat}, case.name)
 
 
 def print_table(results: list[dict[str, Any]]) -> None:

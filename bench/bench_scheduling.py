@@ -54,7 +54,6 @@ import json
 import math
 import resource
 import statistics
-import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -63,7 +62,7 @@ from pathlib import Path
 from typing import Any
 
 import scheduler
-from _common import Run, add_arguments, load_average
+from _common import Run, add_arguments, run_child
 from scheduler import si
 
 TARGET_SMALL_PER_S = 75_000  # 10k-asks, and the largest size of the sweep
@@ -265,22 +264,10 @@ def run_in_subprocess(
 ) -> dict[str, Any]:
     """One run in a fresh interpreter (``python``), with the 1-minute load average before
     and after."""
-    spec = json.dumps({"case": asdict(case), "sizing": sizing, "gc": gc_mode})
-    before = load_average()
-    done = subprocess.run(
-        [python, str(Path(__file__).resolve()), "--child", spec],
-        capture_output=True,
-        text=True,
-        timeout=1800,
-        check=False,
+    spec = {"case": asdict(case), "sizing": sizing, "gc": gc_mode}
+    return run_child(
+        __file__, spec, f"{case.name} {sizing}", python=python, timeout=1800, capture_stderr=True
     )
-    after = load_average()
-    if done.returncode != 0:
-        raise RuntimeError(f"{case.name} {sizing} failed:\n{done.stdout}\n{done.stderr}")
-    figures: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    figures["load_before"] = before[0] if before else None
-    figures["load_after"] = after[0] if after else None
-    return figures
 
 
 def summarise(case: Case, sizing: str, gc_mode: str, runs: list[dict[str, Any]]) -> dict[str, Any]:
