@@ -22,6 +22,12 @@ class Timeouts:
     """Gang placeholders time out after this when the application does not say."""
     handshake = 60.0
     """A placeholder release waiting this long for the RM is reported overdue."""
+    preemption = 60.0
+    """A preemption whose victims the RM has not all confirmed after this gives up: its
+    node is no longer held, and the ask is tried again."""
+    preempt_retry = 15.0
+    """An ask whose preemption found no victims is not tried again before this
+    (YuniKorn's ``preemptAttemptFrequency``)."""
     outstanding = 1.0
     """Pending asks are inspected for an autoscaler at most this often."""
     rm_paused = 60.0

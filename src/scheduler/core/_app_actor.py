@@ -26,6 +26,7 @@ from scheduler.core._events import (
     PlaceholderTimer,
     Retire,
 )
+from scheduler.core._preempt import PREEMPTED, PreemptionFlows
 from scheduler.gangs._placeholders import REPLACED, GangFlows
 from scheduler.objects._application import AppEvent, Application, AppState
 from scheduler.objects._resources import Res
@@ -51,10 +52,11 @@ _STATE_TIMERS: dict[AppState, tuple[str, AppEvent]] = {
 }
 
 
-class ApplicationActor(GangFlows, Actor):
+class ApplicationActor(GangFlows, PreemptionFlows, Actor):
     """Owns one ``Application`` of a partition (it shares the partition's dispatcher).
 
-    Its gang flows are in ``GangFlows`` (``scheduler.gangs._placeholders``).
+    Its gang flows are in ``GangFlows`` (``scheduler.gangs._placeholders``), its side of
+    a preemption it triggered in ``PreemptionFlows`` (``scheduler.core._preempt``).
     """
 
     partition: Partition  # the core's: GangFlows needs only its ``PartitionState``
@@ -215,7 +217,9 @@ class ApplicationActor(GangFlows, Actor):
         p = self.partition
         p.free_on_node(alloc)
         self.drop_allocation(alloc)
-        if alloc.release_pending != termination:  # not the RM confirming our own release
+        pending = alloc.release_pending
+        # Not the RM confirming our own release (a victim's confirmation may carry any type).
+        if pending != termination and pending is not PREEMPTED:
             p.outbox.release(alloc, termination, message)
         p.wake()
 
@@ -228,6 +232,8 @@ class ApplicationActor(GangFlows, Actor):
             app.queue.remove_allocated(alloc.resource)
             if self.partition.ugm is not None:
                 self.partition.ugm.released(app, alloc.resource)
+        if alloc.release_pending is PREEMPTED:
+            self.partition.preemptions.victim_gone(alloc)  # its preemptor may go on
         if alloc.placeholder:
             self.placeholder_dropped(alloc)
         self.allocations_left()

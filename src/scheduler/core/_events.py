@@ -160,6 +160,10 @@ class ReservationDue(Event, frozen=True, kw_only=True):
     """An ask that found no room has waited long enough to reserve a node: schedule."""
 
 
+class PreemptionDue(Event, frozen=True, kw_only=True):
+    """An ask that waited for its preemption delay (or to try again) may preempt now."""
+
+
 class QueueTimer(Event, frozen=True, kw_only=True):
     """Remove a dynamic queue if it is still empty."""
 

@@ -45,6 +45,7 @@ from scheduler.core._events import (
     NodesUpdated,
     NodeUpdate,
     Outbound,
+    PreemptionDue,
     Query,
     ReservationDue,
     Retire,
@@ -53,6 +54,7 @@ from scheduler.core._node_flows import PartitionNodes
 from scheduler.core._outstanding import InspectOutstanding, OutstandingRequests
 from scheduler.core._partition import Partition
 from scheduler.core._pass import Scheduler
+from scheduler.core._preempt import PreemptionRound
 from scheduler.core._queue_actor import QueueActor
 from scheduler.objects._application import Application
 from scheduler.objects._asks import Ask
@@ -103,12 +105,14 @@ class PartitionActor(Actor):
         self._checking = False  # a proposal is out with the RM's predicates
         self._unpublished: list[str] = []  # new application actors the proxy does not know
         self._reservation_timer: TimerHandle | None = None
+        self._preemption_timer: TimerHandle | None = None
         self._queue_actors = 0
         self._inspects = outstanding  # the RM hears of outstanding requests (autoscaling)
         self.outstanding: OutstandingRequests | None = None
         self.counters = SchedulingCounters()  # YuniKorn's counter metrics, per pass and flush
         self.partition: Partition
         self.scheduler: Scheduler
+        self.preemption: PreemptionRound
         self.nodes: PartitionNodes  # the RM's node updates, applied to ``partition``
 
     def on_start(self) -> None:
@@ -121,6 +125,7 @@ class PartitionActor(Actor):
             directory=self._directory,
         )
         self.scheduler = Scheduler(p)
+        self.preemption = PreemptionRound(p)
         self.nodes = PartitionNodes(p)
         self.scheduler.checks_predicates = self._predicates
         p.permits.on_wait = self._watch_gang
@@ -171,6 +176,9 @@ class PartitionActor(Actor):
                 pass  # on_drained goes on with the pass
             case ReservationDue():
                 self.partition.wake()
+            case PreemptionDue():
+                self._preemption_timer = None
+                self.partition.schedule_pending = True  # a pass, then the round
             case InspectOutstanding():
                 if self.outstanding is not None:
                     self.outstanding.inspect()
@@ -369,6 +377,9 @@ class PartitionActor(Actor):
                     self.counters.attempts["error"] += 1  # YuniKorn's scheduling error
                     raise
                 self.counters.observe_pass(p.clock() - start)
+                if not p.schedule_pending and self.preemption.wanted():
+                    self.preemption.run()  # the pass placed what fits: who may preempt
+                    self._arm_preemption_timer()
                 if p.schedule_pending:
                     self.actor_ref.tell(_Continue())
                 self._arm_reservation_timer()
@@ -440,6 +451,20 @@ class PartitionActor(Actor):
             self._reservation_timer = self.actor_system.timers.after(
                 max(0.0, due - self.partition.clock()), ReservationDue(), to=self.actor_ref
             )
+
+    def _arm_preemption_timer(self) -> None:
+        due = self.preemption.due
+        if due is None:
+            return
+        self.preemption.due = None
+        timer = self._preemption_timer
+        if timer is not None:
+            if timer.due <= due:
+                return  # an earlier one is set: that round arms the next
+            timer.cancel()
+        self._preemption_timer = self.actor_system.timers.after(
+            max(0.0, due - self.partition.clock()), PreemptionDue(), to=self.actor_ref
+        )
 
     def _arm(self, delay: float, message: InspectOutstanding) -> TimerHandle:
         return self.actor_system.timers.after(delay, message, to=self.actor_ref)

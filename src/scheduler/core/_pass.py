@@ -194,6 +194,9 @@ class Scheduler(Walk):
             ask.created,
             p.clock() if now is None else now,
         )
+        if ask.originator or not ask.allow_preempt_self:
+            alloc.originator = ask.originator
+            alloc.allow_preempt_self = ask.allow_preempt_self
         node.add_allocation(alloc)
         p.index.update(node)
         app.allocate_from(ask, alloc)

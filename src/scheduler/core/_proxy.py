@@ -434,6 +434,14 @@ class RMProxy:
         placeholder = bool(ask.placeholder)
         if placeholder and not group:
             raise _Bad(f"ask {key}: a placeholder ask must name its task group")
+        policy = ask.preemption_policy
+        if policy is None:  # as YuniKorn reads it (common.IsAllowPreemptSelf / Other)
+            preempt_self, preempt_other = True, False
+        elif type(policy) is si.PreemptionPolicy:
+            preempt_self = bool(policy.allow_preempt_self)
+            preempt_other = bool(policy.allow_preempt_other)
+        else:
+            raise _Bad(f"ask {key}: preemption policy must be a PreemptionPolicy")
         gang = None
         if tags and has_gang_tags(tags):
             try:
@@ -453,6 +461,8 @@ class RMProxy:
             execution_timeout_ms=timeout,
             required_node=tags.get(si.DOMAIN_YUNIKORN + si.KEY_REQUIRED_NODE, "") if tags else "",
             gang=gang,
+            allow_preempt_self=preempt_self,
+            allow_preempt_other=preempt_other,
         )
 
     def _ask_releases(self, rm: RMRecord, items: Iterable[Any]) -> list[tuple[ActorRef, Any]]:
@@ -551,6 +561,8 @@ def _plain_ask(ask: si.AllocationAsk, sizes: _Sizes) -> AskSpec | None:
 
     Asks of the same resource share its map and size (``sizes``): an ask's resource is
     read-only, as an allocation's is."""
+    if ask.preemption_policy is not None:
+        return None  # read by ``RMProxy._ask``
     key = ask.allocation_key
     app_id = ask.application_id
     res = ask.resource_ask

@@ -522,6 +522,8 @@ class Walk(Reserve):
                 node = self._required_node(ask)
                 if node is not None:
                     return Proposal(app, ask, node, checked=True)
+                if ask.required_node in p.nodes:
+                    p.required_waiting[id(ask)] = (app, ask)  # preempting there may help
                 skip.add(id(ask))
                 continue
             refused = p.refused.get(id(ask)) if p.refused else None
@@ -672,6 +674,9 @@ class Walk(Reserve):
             ask = reservation.ask
             if id(ask) in skip:
                 continue  # an ask with several reservations is looked at once
+            if ask.required_node:
+                skip.add(id(ask))  # it runs on its node or nowhere
+                continue
             if ask.size not in no_node:
                 other = p.index.first_fit(ask.size)
                 if other is not None:

@@ -34,6 +34,8 @@ __all__ = ["REPLACED", "TIMEOUT", "GangFlows"]
 
 REPLACED = si.TerminationType.PLACEHOLDER_REPLACED
 TIMEOUT = si.TerminationType.TIMEOUT
+# Releases counted in the task group's placeholder data when they were sent.
+_COUNTED = (TIMEOUT, si.TerminationType.PREEMPTED_BY_SCHEDULER)
 
 
 class GangFlows:
@@ -261,6 +263,8 @@ class GangFlows:
                 False,
                 ask.created,
                 p.clock(),
+                allow_preempt_self=ask.allow_preempt_self,
+                originator=ask.originator,
             )
         real_before = len(app.allocations) - app.placeholder_count
         if real is not None and real.resource == ph.resource:
@@ -330,8 +334,8 @@ class GangFlows:
         if rep is not None:
             rep.confirmed.resolve(False)  # its handshake gives the real ask back
         group = app.task_groups.get(alloc.task_group_name)
-        if group is not None and alloc.release_pending is not TIMEOUT:
-            group.timedout += 1  # a TIMEOUT release was counted when it was sent
+        if group is not None and alloc.release_pending not in _COUNTED:
+            group.timedout += 1  # a TIMEOUT or preemption was counted when it was sent
         self.after_placeholders()
 
     def after_placeholders(self) -> None:

@@ -47,6 +47,10 @@ class Allocation(msgspec.Struct, gc=False, repr_omit_defaults=True):
     release_pending: si.TerminationType | None = None
     # A permit gang member placed but not sent to the RM yet (``scheduler.gangs._permit``).
     tentative: bool = False
+    # What preemption reads of its ask: whether it may be a victim (a preference: those
+    # that allow it go first) and whether it is its application's originator.
+    allow_preempt_self: bool = True
+    originator: bool = False
 
     def to_si(self, resource: si.Resource | None = None) -> si.Allocation:
         """The SI message; ``resource`` is this allocation's resource already converted."""
@@ -94,6 +98,14 @@ class Ask(msgspec.Struct, kw_only=True, gc=False, repr_omit_defaults=True):
     pending: int = -1  # allocations still wanted; starts at max_allocations
     size: Size = ()  # the resource as a hashable value
     gid: int = 0  # the group of its application's pending asks it is in (``_pending``)
+    # The SI's ``PreemptionPolicy``, read as YuniKorn reads an ask without one: it may be
+    # a victim, and it may not trigger preemption.
+    allow_preempt_self: bool = True
+    allow_preempt_other: bool = False
+    # Preemption (``scheduler.core._preempt``): not tried again before this time of the
+    # core's clock; it has triggered one (shown by REST as YuniKorn does).
+    preempt_after: float = 0.0
+    triggered_preemption: bool = False
 
     def __post_init__(self) -> None:
         if self.pending < 0:

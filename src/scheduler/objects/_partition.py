@@ -21,6 +21,7 @@ from loguru import logger
 from scheduler.config._timeouts import Timeouts
 from scheduler.objects._nodes import NodeIndex
 from scheduler.objects._outbox import Outbox
+from scheduler.objects._preemption import Preemptions
 from scheduler.objects._queue import Queue
 from scheduler.objects._reservations import Reservations
 from scheduler.objects._resources import Res, add_into
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
     from scheduler.config._parser import PartitionConfig
     from scheduler.objects._application import Application
     from scheduler.objects._asks import Allocation, Ask
+    from scheduler.objects._handshake import Preemption
     from scheduler.objects._nodes import Node
 
 __all__ = ["ApplicationOwner", "PartitionState"]
@@ -57,6 +59,9 @@ class ApplicationOwner(Protocol):
 
     def reject_asks(self, asks: Iterable[Ask], reason: str) -> None:
         """The core gives up on ``asks``: withdrawn, each answered with a rejection."""
+
+    def await_preemption(self, rec: Preemption) -> None:
+        """Victims were released for one of its asks: await the RM's confirmations."""
 
 
 class PartitionState:
@@ -89,6 +94,10 @@ class PartitionState:
         self.owners: dict[str, ApplicationOwner] = {}  # the actors of ``applications``
         self.terminated: dict[str, Application] = {}
         self.reservations = Reservations(self)
+        # Preemptions in flight (``scheduler.core._preempt``), and the asks bound to a node
+        # that the last pass found no room for on it (the DaemonSet case), by ask id.
+        self.preemptions = Preemptions()
+        self.required_waiting: dict[int, tuple[Application, Ask]] = {}
         # User and group limits, and what is charged against them: None without limits.
         self.ugm = UserGroupManager.for_config(config)
         # A scheduling pass is due; and, with an RM that checks predicates, the nodes it

@@ -76,6 +76,9 @@ class Queue:
         # maxapplications caps it.
         self.running_apps = 0
         self.sort_policy = "fifo"
+        # ``preemption.policy`` (default, fence, disabled) and ``preemption.delay``.
+        self.preemption_policy = "default"
+        self.preemption_delay = 30.0
         self.priority_settings = PrioritySettings()
         # Plain submission order: fifo, and no priority in play (the scheduling fast path).
         self.fifo_order = True

@@ -95,6 +95,10 @@ class Reservations:
         app = p.applications.get(reservation.application_id)
         if app is not None:
             app.unhold(node.node_id)
+        if p.preemptions:
+            rec = p.preemptions.of(reservation.ask)
+            if rec is not None and rec.node is node:
+                rec.done.resolve("cancelled")  # its ask stops waiting for the victims
         if node.schedulable and p.nodes.get(node.node_id) is node:
             if p.in_pass:
                 p.held_back.append(node)  # nothing frees up during a pass: after it
