@@ -386,6 +386,26 @@ class PredicatesArgs(_message.Message):
     allocate: bool
     def __init__(self, allocation_key: _Optional[str] = ..., node_id: _Optional[str] = ..., allocate: _Optional[bool] = ...) -> None: ...
 
+class PreemptionPredicatesArgs(_message.Message):
+    __slots__ = ("allocation_key", "node_id", "preempt_allocation_keys", "start_index")
+    ALLOCATION_KEY_FIELD_NUMBER: _ClassVar[int]
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    PREEMPT_ALLOCATION_KEYS_FIELD_NUMBER: _ClassVar[int]
+    START_INDEX_FIELD_NUMBER: _ClassVar[int]
+    allocation_key: str
+    node_id: str
+    preempt_allocation_keys: _containers.RepeatedScalarFieldContainer[str]
+    start_index: int
+    def __init__(self, allocation_key: _Optional[str] = ..., node_id: _Optional[str] = ..., preempt_allocation_keys: _Optional[_Iterable[str]] = ..., start_index: _Optional[int] = ...) -> None: ...
+
+class PreemptionPredicatesResponse(_message.Message):
+    __slots__ = ("success", "index")
+    SUCCESS_FIELD_NUMBER: _ClassVar[int]
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    success: bool
+    index: int
+    def __init__(self, success: _Optional[bool] = ..., index: _Optional[int] = ...) -> None: ...
+
 class UpdateContainerSchedulingStateRequest(_message.Message):
     __slots__ = ("application_id", "allocation_key", "state", "reason")
     class SchedulingState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
