@@ -531,6 +531,22 @@ class PredicatesAnswer(_message.Message):
     allowed: bool
     def __init__(self, id: _Optional[int] = ..., allowed: _Optional[bool] = ...) -> None: ...
 
+class PreemptionPredicatesQuestion(_message.Message):
+    __slots__ = ("id", "args")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    ARGS_FIELD_NUMBER: _ClassVar[int]
+    id: int
+    args: PreemptionPredicatesArgs
+    def __init__(self, id: _Optional[int] = ..., args: _Optional[_Union[PreemptionPredicatesArgs, _Mapping]] = ...) -> None: ...
+
+class PreemptionPredicatesAnswer(_message.Message):
+    __slots__ = ("id", "response")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    RESPONSE_FIELD_NUMBER: _ClassVar[int]
+    id: int
+    response: PreemptionPredicatesResponse
+    def __init__(self, id: _Optional[int] = ..., response: _Optional[_Union[PreemptionPredicatesResponse, _Mapping]] = ...) -> None: ...
+
 class Events(_message.Message):
     __slots__ = ("events",)
     EVENTS_FIELD_NUMBER: _ClassVar[int]
@@ -544,28 +560,32 @@ class Goodbye(_message.Message):
     def __init__(self, message: _Optional[str] = ...) -> None: ...
 
 class FromRM(_message.Message):
-    __slots__ = ("hello", "predicates_answer")
+    __slots__ = ("hello", "predicates_answer", "preemption_predicates_answer")
     HELLO_FIELD_NUMBER: _ClassVar[int]
     PREDICATES_ANSWER_FIELD_NUMBER: _ClassVar[int]
+    PREEMPTION_PREDICATES_ANSWER_FIELD_NUMBER: _ClassVar[int]
     hello: Hello
     predicates_answer: PredicatesAnswer
-    def __init__(self, hello: _Optional[_Union[Hello, _Mapping]] = ..., predicates_answer: _Optional[_Union[PredicatesAnswer, _Mapping]] = ...) -> None: ...
+    preemption_predicates_answer: PreemptionPredicatesAnswer
+    def __init__(self, hello: _Optional[_Union[Hello, _Mapping]] = ..., predicates_answer: _Optional[_Union[PredicatesAnswer, _Mapping]] = ..., preemption_predicates_answer: _Optional[_Union[PreemptionPredicatesAnswer, _Mapping]] = ...) -> None: ...
 
 class FromDaemon(_message.Message):
-    __slots__ = ("welcome", "ack", "predicates", "events", "scheduling_state", "goodbye")
+    __slots__ = ("welcome", "ack", "predicates", "events", "scheduling_state", "goodbye", "preemption_predicates")
     WELCOME_FIELD_NUMBER: _ClassVar[int]
     ACK_FIELD_NUMBER: _ClassVar[int]
     PREDICATES_FIELD_NUMBER: _ClassVar[int]
     EVENTS_FIELD_NUMBER: _ClassVar[int]
     SCHEDULING_STATE_FIELD_NUMBER: _ClassVar[int]
     GOODBYE_FIELD_NUMBER: _ClassVar[int]
+    PREEMPTION_PREDICATES_FIELD_NUMBER: _ClassVar[int]
     welcome: Welcome
     ack: Ack
     predicates: PredicatesQuestion
     events: Events
     scheduling_state: UpdateContainerSchedulingStateRequest
     goodbye: Goodbye
-    def __init__(self, welcome: _Optional[_Union[Welcome, _Mapping]] = ..., ack: _Optional[_Union[Ack, _Mapping]] = ..., predicates: _Optional[_Union[PredicatesQuestion, _Mapping]] = ..., events: _Optional[_Union[Events, _Mapping]] = ..., scheduling_state: _Optional[_Union[UpdateContainerSchedulingStateRequest, _Mapping]] = ..., goodbye: _Optional[_Union[Goodbye, _Mapping]] = ...) -> None: ...
+    preemption_predicates: PreemptionPredicatesQuestion
+    def __init__(self, welcome: _Optional[_Union[Welcome, _Mapping]] = ..., ack: _Optional[_Union[Ack, _Mapping]] = ..., predicates: _Optional[_Union[PredicatesQuestion, _Mapping]] = ..., events: _Optional[_Union[Events, _Mapping]] = ..., scheduling_state: _Optional[_Union[UpdateContainerSchedulingStateRequest, _Mapping]] = ..., goodbye: _Optional[_Union[Goodbye, _Mapping]] = ..., preemption_predicates: _Optional[_Union[PreemptionPredicatesQuestion, _Mapping]] = ...) -> None: ...
 
 class SettleResponse(_message.Message):
     __slots__ = ("pushed",)

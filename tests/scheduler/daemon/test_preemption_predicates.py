@@ -18,6 +18,7 @@ from anyio.abc import SocketAttribute
 import scheduler
 from scheduler import si
 from scheduler.client import RemoteCore, connect
+from scheduler.client import _grpc as grpc_client
 from scheduler.client import _native as native_client
 from scheduler.daemon._grpc import GrpcServer
 from scheduler.daemon._native import Limits, NativeServer
@@ -25,7 +26,7 @@ from scheduler.testing import RecordingCallback
 
 from ..core.test_callback_actor import QUESTION, ask_preemption
 
-TRANSPORTS = ["native"]
+TRANSPORTS = ["native", "grpc"]
 REFUSED = si.PreemptionPredicatesResponse(success=False, index=-1)
 
 
@@ -106,6 +107,7 @@ async def test_an_rm_that_does_not_name_the_method_is_not_asked_and_accepts(
 
     own = native_client.overridden
     monkeypatch.setattr(native_client, "overridden", older)
+    monkeypatch.setattr(grpc_client, "overridden", older)
     rm = Checking(si.PreemptionPredicatesResponse(success=False, index=-1))
     async with serving() as (core, targets), connect(targets[transport]) as remote:
         await register(remote, rm)
