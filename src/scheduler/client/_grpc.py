@@ -29,16 +29,18 @@ from loguru import logger
 
 from scheduler import si
 from scheduler._errors import SchedulerError
-from scheduler.client._native import RemoteCore, expect, is_remote_error, remote_error
+from scheduler.client._native import (
+    RemoteCore,
+    answer_preemption,
+    expect,
+    is_remote_error,
+    overridden,
+    remote_error,
+)
 from scheduler.daemon._grpc import CALLBACKS_KEY, ERROR_KEY, SESSION_KEY, TOKEN_KEY
 from scheduler.daemon._tls import TLSArg, read_ca
 from scheduler.si import si_pb2 as pb
-from scheduler.si._callback import (
-    CALLBACK_METHODS,
-    ResourceManagerCallback,
-    check_callback,
-    overrides,
-)
+from scheduler.si._callback import ResourceManagerCallback, check_callback, refuse_preemption
 from scheduler.si._grpc_codec import from_proto_of, to_proto_of
 from scheduler.si._wire import MAX_FRAME
 
@@ -66,6 +68,8 @@ _from_node = from_proto_of(si.NodeResponse)
 _from_event = from_proto_of(si.EventRecord)
 _from_state = from_proto_of(si.UpdateContainerSchedulingStateRequest)
 _from_predicates = from_proto_of(si.PredicatesArgs)
+_from_preemption = from_proto_of(si.PreemptionPredicatesArgs)
+_to_preemption = to_proto_of(si.PreemptionPredicatesResponse)
 
 
 @contextlib.asynccontextmanager
@@ -166,7 +170,7 @@ class GrpcRemoteCore(RemoteCore):
         """As the in-process core's: the callback is called here, the core is there."""
         check_callback(callback)
         expect(request, si.RegisterResourceManagerRequest)
-        own = [m for m in CALLBACK_METHODS if overrides(callback, m)]
+        own = overridden(callback)
         self._callback = callback
         metadata = [*self._metadata, (CALLBACKS_KEY, ",".join(own))]
         await self._unary(self._register, _to[si.RegisterResourceManagerRequest](request), metadata)
@@ -335,7 +339,7 @@ class GrpcRemoteCore(RemoteCore):
                 elif which == "goodbye":
                     reason = f"the daemon closed the connection: {message.goodbye.message}"
                     return
-                elif which in ("predicates", "events", "scheduling_state"):
+                elif which in ("predicates", "preemption_predicates", "events", "scheduling_state"):
                     self._arrive(which, getattr(message, which))
         except grpc.aio.AioRpcError as exc:
             if exc.code() != grpc.StatusCode.CANCELLED:
@@ -387,6 +391,17 @@ class GrpcRemoteCore(RemoteCore):
                     answer = pb.PredicatesAnswer(id=message.id, allowed=allowed)
                     with contextlib.suppress(grpc.aio.AioRpcError, asyncio.InvalidStateError):
                         await self._session.write(pb.FromRM(predicates_answer=answer))
+        elif kind == "preemption_predicates":
+            response = refuse_preemption()
+            try:
+                response = await answer_preemption(callback, _from_preemption(message.args))
+            finally:
+                if not self._closed:
+                    reply = pb.PreemptionPredicatesAnswer(
+                        id=message.id, response=_to_preemption(response)
+                    )
+                    with contextlib.suppress(grpc.aio.AioRpcError, asyncio.InvalidStateError):
+                        await self._session.write(pb.FromRM(preemption_predicates_answer=reply))
 
     async def aclose(self) -> None:
         """Close the connection (``connect`` does it on leaving its block)."""

@@ -23,9 +23,11 @@ from scheduler._errors import ConfigError, NotFoundError, SchedulerError
 from scheduler.daemon._tls import TLSArg, client_context
 from scheduler.si._callback import (
     CALLBACK_METHODS,
+    OPTIONAL_CALLBACK_METHODS,
     ResourceManagerCallback,
     check_callback,
     overrides,
+    refuse_preemption,
 )
 from scheduler.si._wire import (
     MAX_FRAME,
@@ -43,6 +45,8 @@ from scheduler.si._wire import (
     NodeCall,
     NodePush,
     PredicatesAsk,
+    PreemptionPredicatesAsk,
+    PreemptionReply,
     QueryCall,
     RegisterCall,
     Result,
@@ -53,7 +57,15 @@ from scheduler.si._wire import (
     encode,
 )
 
-__all__ = ["RemoteCore", "connect_native", "expect", "is_remote_error", "remote_error"]
+__all__ = [
+    "RemoteCore",
+    "answer_preemption",
+    "connect_native",
+    "expect",
+    "is_remote_error",
+    "overridden",
+    "remote_error",
+]
 
 _ERRORS: dict[str, type[Exception]] = {
     "SchedulerError": SchedulerError,
@@ -151,9 +163,10 @@ class RemoteCore:
         """As the in-process core's: the callback is called here, the core is there."""
         check_callback(callback)
         expect(request, si.RegisterResourceManagerRequest)
-        own = [m for m in CALLBACK_METHODS if overrides(callback, m)]
         self._callback = callback
-        value = await self._call(RegisterCall(id=0, request=request, overrides=own))
+        value = await self._call(
+            RegisterCall(id=0, request=request, overrides=overridden(callback))
+        )
         return msgspec.convert(value or {}, si.RegisterResourceManagerResponse)
 
     async def update_node(self, request: si.NodeRequest) -> None:
@@ -371,6 +384,13 @@ class RemoteCore:
             finally:
                 if not self._closed:
                     self._send(encode(CallbackReply(id=message.id, allowed=allowed)))
+        elif isinstance(message, PreemptionPredicatesAsk):
+            response = refuse_preemption()
+            try:
+                response = await answer_preemption(callback, message.args)
+            finally:
+                if not self._closed:
+                    self._send(encode(PreemptionReply(id=message.id, response=response)))
 
     async def aclose(self) -> None:
         """Close the connection (``connect`` does it on leaving its block)."""
@@ -382,6 +402,26 @@ class RemoteCore:
                 await task
         with contextlib.suppress(Exception):
             await self._stream.aclose()
+
+
+def overridden(callback: ResourceManagerCallback) -> list[str]:
+    """The callback methods the RM's callback overrides: what the daemon's stand-in for it
+    overrides (and so what the daemon asks it, or pushes to it)."""
+    methods = (*CALLBACK_METHODS, *OPTIONAL_CALLBACK_METHODS)
+    return [m for m in methods if overrides(callback, m)]
+
+
+async def answer_preemption(
+    callback: ResourceManagerCallback, args: si.PreemptionPredicatesArgs
+) -> si.PreemptionPredicatesResponse:
+    """The RM's ``preemption_predicates``, checked: anything but a response raises (the
+    caller answers the daemon with a refusal), so a bad value never reaches the wire."""
+    response = await callback.preemption_predicates(args)
+    if not isinstance(response, si.PreemptionPredicatesResponse):
+        raise TypeError(
+            f"preemption_predicates returned {response!r}, not an si.PreemptionPredicatesResponse"
+        )
+    return response
 
 
 def remote_error(name: str, message: str) -> Exception:

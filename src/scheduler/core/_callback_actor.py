@@ -10,7 +10,8 @@ from loguru import logger
 from actors import Actor
 from scheduler import si
 from scheduler._errors import SchedulerError
-from scheduler.core._events import CheckPredicates, Outbound
+from scheduler.core._events import CheckPredicates, CheckPreemptionPredicates, Outbound
+from scheduler.si._callback import accept_preemption, overrides, refuse_preemption
 
 if TYPE_CHECKING:
     from scheduler.core._event_log import EventLog
@@ -63,7 +64,10 @@ class CallbackActor(Actor):
                 )
 
     async def receive(self, message: object) -> object:
-        """Asks: the RM's predicates for one proposal (an exception refuses the node)."""
+        """Asks: the RM's predicates for one proposal (an exception refuses the node), and
+        its preemption predicates (an ``si.PreemptionPredicatesResponse``)."""
+        if isinstance(message, CheckPreemptionPredicates):
+            return await self._preemption_predicates(message)
         if isinstance(message, CheckPredicates):
             args = si.PredicatesArgs(
                 allocation_key=message.allocation_key,
@@ -82,6 +86,33 @@ class CallbackActor(Actor):
             await self.receive_batch([message])
             return None
         raise SchedulerError(f"RM {self.rm_id} callback: unexpected {message!r}")
+
+    async def _preemption_predicates(
+        self, message: CheckPreemptionPredicates
+    ) -> si.PreemptionPredicatesResponse:
+        """The RM's answer; a refusal when it is Paused or raises, the default's answer
+        (accepted) when its callback has no ``preemption_predicates`` of its own."""
+        args = si.PreemptionPredicatesArgs(
+            allocation_key=message.allocation_key,
+            node_id=message.node_id,
+            preempt_allocation_keys=list(message.preempt_allocation_keys),
+            start_index=message.start_index,
+        )
+        if self.paused:
+            self._drop("preemption_predicates")
+            return refuse_preemption()  # nobody to ask, nor to hear of the victims: refused
+        if not overrides(self.callback, "preemption_predicates"):
+            return accept_preemption(args)
+        try:
+            answer = await self.callback.preemption_predicates(args)
+            if not isinstance(answer, si.PreemptionPredicatesResponse):
+                raise TypeError(f"returned {answer!r}, not an si.PreemptionPredicatesResponse")
+        except Exception:
+            logger.bind(rm_id=self.rm_id).exception(
+                "RM preemption_predicates raised: preemption on {} refused", message.node_id
+            )
+            return refuse_preemption()
+        return answer
 
     def _drop(self, method: str) -> None:
         """A call the Paused RM does not get: counted, the first one logged."""

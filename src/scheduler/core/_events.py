@@ -25,6 +25,7 @@ __all__ = [
     "AsksReleased",
     "AsksUpdated",
     "CheckPredicates",
+    "CheckPreemptionPredicates",
     "ChildQueueRemoved",
     "ConfigUpdated",
     "ConfigureQueue",
@@ -198,6 +199,23 @@ class CheckPredicates(Event, frozen=True, kw_only=True):
     allocation_key: str
     node_id: str
     allocate: bool = True
+
+
+class CheckPreemptionPredicates(Event, frozen=True, kw_only=True):
+    """May ``allocation_key`` go on ``node_id`` once victims there are preempted (SI 1.3's
+    ``PreemptionPredicatesArgs``)? Asked; the reply is an ``si.PreemptionPredicatesResponse``.
+
+    ``preempt_allocation_keys`` are the victims in the order they would go; victims
+    ``0..start_index`` are needed for the ask to fit by resources. ``success`` in the reply:
+    it fits once victims ``0..index`` are gone. An RM that does not check preemption
+    accepts (``index == start_index``); a refusal (``success`` false: the RM refused or
+    raised, is Paused, did not answer in time over the wire) has ``index`` -1.
+    """
+
+    allocation_key: str
+    node_id: str
+    preempt_allocation_keys: tuple[str, ...]
+    start_index: int
 
 
 # -- to the RM callback actor ----------------------------------------------------------------

@@ -7,7 +7,8 @@ A ``GrpcSession`` is one RM: the calls of a session (the spec's unary
 extension's unary calls) go into one queue and are run one at a time, in the order they
 came, by the session's worker, as the native transport runs them. The RM's callback inside
 the core is a stand-in that queues what it is given: responses on the matching Scheduler
-stream, events, container scheduling states and predicate questions on the session stream.
+stream, events, container scheduling states and (preemption) predicate questions on the
+session stream.
 Every session's outgoing queues together hold at most ``--max-backlog`` messages: an RM
 that does not read fast enough is told goodbye and its streams end.
 
@@ -37,7 +38,12 @@ from scheduler.daemon._address import cannot_listen, host_port
 from scheduler.daemon._batching import chunks_within, join_requests, joined
 from scheduler.daemon._native import QUERIES, Limits, stop_own_rm
 from scheduler.si import si_pb2 as pb
-from scheduler.si._callback import CALLBACK_METHODS, ResourceManagerCallback
+from scheduler.si._callback import (
+    CALLBACK_METHODS,
+    OPTIONAL_CALLBACK_METHODS,
+    ResourceManagerCallback,
+    refuse_preemption,
+)
 from scheduler.si._grpc_codec import from_proto_of, to_proto_of
 
 if TYPE_CHECKING:
@@ -54,7 +60,7 @@ CALLBACKS_KEY = "x-scheduler-callbacks"
 ERROR_KEY = "x-scheduler-error"
 
 _QUERIES = {method: args for method, args in QUERIES.items() if method != "settle"}
-_CALLBACKS = frozenset(CALLBACK_METHODS)
+_CALLBACKS = frozenset((*CALLBACK_METHODS, *OPTIONAL_CALLBACK_METHODS))
 # A plain SI client hears the responses on its streams and nothing else.
 _PLAIN_CALLBACKS = frozenset(("update_allocation", "update_application", "update_node"))
 
@@ -72,6 +78,8 @@ _to_node_response = to_proto_of(si.NodeResponse)
 _to_event = to_proto_of(si.EventRecord)
 _to_state = to_proto_of(si.UpdateContainerSchedulingStateRequest)
 _to_predicates = to_proto_of(si.PredicatesArgs)
+_to_preemption = to_proto_of(si.PreemptionPredicatesArgs)
+_from_preemption = from_proto_of(si.PreemptionPredicatesResponse)
 _JSON = msgspec.json.Encoder()
 
 
@@ -374,8 +382,11 @@ class GrpcServer:
 
         async def read() -> None:
             async for message in requests:
-                if message.WhichOneof("kind") == "predicates_answer":
+                kind = message.WhichOneof("kind")
+                if kind == "predicates_answer":
                     session.answer(message.predicates_answer)
+                elif kind == "preemption_predicates_answer":
+                    session.answer_preemption(message.preemption_predicates_answer)
             session.gone()  # the RM closed its side: it is gone
 
         reader = asyncio.create_task(read())
@@ -417,7 +428,8 @@ class GrpcSession:
             kind: asyncio.Queue() for kind in (_ALLOCATION, _APPLICATION, _NODE)
         }
         self._batcher = asyncio.get_running_loop().create_task(self._batch())
-        self._questions: dict[int, asyncio.Future[bool]] = {}
+        # Questions to the RM waiting for its answer (a refusal when it is gone).
+        self._questions: dict[int, asyncio.Future[bool | si.PreemptionPredicatesResponse]] = {}
         self._next_question = 0
         self._worker = asyncio.get_running_loop().create_task(self._work())
         self.log = _log.bind(peer=peer, session=name)
@@ -642,21 +654,43 @@ class GrpcSession:
 
     # ==================================================================== predicates
     async def ask_predicates(self, args: si.PredicatesArgs) -> bool:
+        def question(number: int) -> pb.FromDaemon:
+            asked = pb.PredicatesQuestion(id=number, args=_to_predicates(args))
+            return pb.FromDaemon(predicates=asked)
+
+        answer = await self._ask(question)
+        return answer if isinstance(answer, bool) else False
+
+    async def ask_preemption_predicates(
+        self, args: si.PreemptionPredicatesArgs
+    ) -> si.PreemptionPredicatesResponse:
+        def question(number: int) -> pb.FromDaemon:
+            asked = pb.PreemptionPredicatesQuestion(id=number, args=_to_preemption(args))
+            return pb.FromDaemon(preemption_predicates=asked)
+
+        answer = await self._ask(question)
+        if isinstance(answer, si.PreemptionPredicatesResponse):
+            return answer
+        return refuse_preemption()
+
+    async def _ask(
+        self, question: Callable[[int], pb.FromDaemon]
+    ) -> bool | si.PreemptionPredicatesResponse | None:
+        """Put ``question(id)`` to the RM on the session stream and wait for its answer;
+        None when none comes within ``predicates_timeout`` (the caller refuses)."""
         if self.closing:
-            return False
+            return None
         self._next_question += 1
         number = self._next_question
-        future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        future: asyncio.Future[bool | si.PreemptionPredicatesResponse]
+        future = asyncio.get_running_loop().create_future()
         self._questions[number] = future
-        self.push(
-            _SESSION,
-            pb.FromDaemon(predicates=pb.PredicatesQuestion(id=number, args=_to_predicates(args))),
-        )
+        self.push(_SESSION, question(number))
         try:
             async with asyncio.timeout(self.limits.predicates_timeout):
                 return await future
         except TimeoutError:
-            return False
+            return None
         finally:
             self._questions.pop(number, None)
 
@@ -664,6 +698,14 @@ class GrpcSession:
         future = self._questions.get(answer.id)
         if future is not None and not future.done():
             future.set_result(bool(answer.allowed))
+
+    def answer_preemption(self, answer: pb.PreemptionPredicatesAnswer) -> None:
+        future = self._questions.get(answer.id)
+        if future is not None and not future.done():
+            if answer.HasField("response"):
+                future.set_result(_from_preemption(answer.response))
+            else:
+                future.set_result(refuse_preemption())
 
 
 def _stand_in(session: GrpcSession, overrides: set[str]) -> ResourceManagerCallback:
@@ -702,6 +744,14 @@ def _stand_in(session: GrpcSession, overrides: set[str]) -> ResourceManagerCallb
             return await session.ask_predicates(args)
 
         namespace["predicates"] = predicates
+    if "preemption_predicates" in overrides:
+
+        async def preemption_predicates(
+            self: Any, args: si.PreemptionPredicatesArgs
+        ) -> si.PreemptionPredicatesResponse:
+            return await session.ask_preemption_predicates(args)
+
+        namespace["preemption_predicates"] = preemption_predicates
     if "update_container_scheduling_state" in overrides:
 
         async def update_container_scheduling_state(

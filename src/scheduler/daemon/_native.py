@@ -2,12 +2,13 @@
 (``scheduler.si._wire``) on TCP or a Unix socket, and hear their callbacks on the same stream.
 
 One ``Session`` per connection, and three tasks in it: the reader decodes frames, answers
-``CallbackReply`` at once and queues calls; the call worker runs the calls one at a time,
-in order, against the ``Core`` (so requests keep the order the RM sent them in, and a
-``settle`` holds back later calls as it does in-process); the writer sends what the
-session queued, in order. The RM's callback, inside the core, is a stand-in that queues a
-frame and returns: the outgoing queue is bounded, and an RM that does not read fast enough
-is disconnected with a reason instead of growing the daemon's memory.
+``CallbackReply`` and ``PreemptionReply`` at once and queues calls; the call worker runs
+the calls one at a time, in order, against the ``Core`` (so requests keep the order the
+RM sent them in, and a ``settle`` holds back later calls as it does in-process); the
+writer sends what the session queued, in order. The RM's callback, inside the core, is a
+stand-in that queues a frame and returns: the outgoing queue is bounded, and an RM that
+does not read fast enough is disconnected with a reason instead of growing the daemon's
+memory.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from loguru import logger
 
 from scheduler import si
 from scheduler._errors import NotFoundError, SchedulerError
-from scheduler.si._callback import ResourceManagerCallback
+from scheduler.si._callback import ResourceManagerCallback, refuse_preemption
 from scheduler.si._wire import (
     MAX_FRAME,
     PROTOCOL_VERSION,
@@ -40,6 +41,8 @@ from scheduler.si._wire import (
     NodeCall,
     NodePush,
     PredicatesAsk,
+    PreemptionPredicatesAsk,
+    PreemptionReply,
     QueryCall,
     RegisterCall,
     Result,
@@ -186,7 +189,7 @@ class Session:
         calls_send, calls_receive = anyio.create_memory_object_stream["Call"](math.inf)
         self._calls_send, self._calls_receive = calls_send, calls_receive
         self._replies: dict[int, anyio.Event] = {}
-        self._answers: dict[int, bool] = {}
+        self._answers: dict[int, bool | si.PreemptionPredicatesResponse] = {}
         self._next_ask = 0
         self._closing = ""
         self._ended = False  # nothing more goes out
@@ -282,7 +285,7 @@ class Session:
                     if not self._hello(message):
                         return
                     continue
-                if isinstance(message, CallbackReply):
+                if isinstance(message, CallbackReply | PreemptionReply):
                     self._reply(message)
                 elif isinstance(message, Hello):
                     self.close("a second hello")
@@ -427,24 +430,43 @@ class Session:
         self._queue(data)
 
     async def ask_predicates(self, args: si.PredicatesArgs) -> bool:
+        answer = await self._ask(lambda ask_id: PredicatesAsk(id=ask_id, args=args))
+        return answer if isinstance(answer, bool) else False
+
+    async def ask_preemption_predicates(
+        self, args: si.PreemptionPredicatesArgs
+    ) -> si.PreemptionPredicatesResponse:
+        answer = await self._ask(lambda ask_id: PreemptionPredicatesAsk(id=ask_id, args=args))
+        if isinstance(answer, si.PreemptionPredicatesResponse):
+            return answer
+        return refuse_preemption()
+
+    async def _ask(
+        self, question: Callable[[int], PredicatesAsk | PreemptionPredicatesAsk]
+    ) -> bool | si.PreemptionPredicatesResponse | None:
+        """Send the RM ``question(id)`` and wait for its reply; None when none comes within
+        ``predicates_timeout`` or the RM is gone (the caller refuses)."""
         if self._closing:
-            return False
+            return None
         self._next_ask += 1
         ask_id = self._next_ask
         event = anyio.Event()
         self._replies[ask_id] = event
-        self._queue(encode(PredicatesAsk(id=ask_id, args=args)))
+        self._queue(encode(question(ask_id)))
         try:
             with anyio.move_on_after(self.limits.predicates_timeout):
                 await event.wait()
         finally:
             self._replies.pop(ask_id, None)
-        return self._answers.pop(ask_id, False)
+        return self._answers.pop(ask_id, None)
 
-    def _reply(self, reply: CallbackReply) -> None:
+    def _reply(self, reply: CallbackReply | PreemptionReply) -> None:
         event = self._replies.get(reply.id)
         if event is not None:
-            self._answers[reply.id] = reply.allowed
+            if isinstance(reply, CallbackReply):
+                self._answers[reply.id] = reply.allowed
+            else:
+                self._answers[reply.id] = reply.response
             event.set()
 
 
@@ -482,6 +504,14 @@ def _stand_in(session: Session, overrides: set[str]) -> ResourceManagerCallback:
             return await session.ask_predicates(args)
 
         namespace["predicates"] = predicates
+    if "preemption_predicates" in overrides:
+
+        async def preemption_predicates(
+            self: Any, args: si.PreemptionPredicatesArgs
+        ) -> si.PreemptionPredicatesResponse:
+            return await session.ask_preemption_predicates(args)
+
+        namespace["preemption_predicates"] = preemption_predicates
     if "update_container_scheduling_state" in overrides:
 
         async def update_container_scheduling_state(

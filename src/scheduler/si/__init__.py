@@ -94,6 +94,8 @@ __all__ = [
     "NodeResponse",
     "PredicatesArgs",
     "PreemptionPolicy",
+    "PreemptionPredicatesArgs",
+    "PreemptionPredicatesResponse",
     "Quantity",
     "RegisterResourceManagerRequest",
     "RegisterResourceManagerResponse",
@@ -470,6 +472,35 @@ class PredicatesArgs(_Message, kw_only=True):
     allocation_key: str = ""
     node_id: str = ""
     allocate: bool = False
+
+
+class PreemptionPredicatesArgs(_Message, kw_only=True):
+    """A preemption check of the scheduler plugin (SI 1.3): may the ask ``allocation_key``
+    run on ``node_id`` once some of the allocations there are preempted?
+
+    ``preempt_allocation_keys`` are the victims the core picked on that node, in the order
+    it would preempt them. ``start_index`` is the index of the last victim of the first
+    attempt: victims ``0..start_index`` must all go for the ask to fit by resources, so the
+    RM removes them first, checks, and if the ask still does not fit removes the next
+    victim (``start_index + 1``, ...) and checks again, until the ask fits or the list ends.
+    """
+
+    allocation_key: str = ""
+    node_id: str = ""
+    preempt_allocation_keys: list[str] = msgspec.field(default_factory=list)
+    start_index: int = 0
+
+
+class PreemptionPredicatesResponse(_Message, kw_only=True):
+    """The RM's answer to ``PreemptionPredicatesArgs``.
+
+    ``success``: the ask fits on the node once victims ``0..index`` are preempted. ``index``
+    is the index (in ``preempt_allocation_keys``) of the last victim that had to go, so at
+    least ``start_index``; ignored when ``success`` is false (YuniKorn's shim sends -1).
+    """
+
+    success: bool = False
+    index: int = 0
 
 
 class UpdateContainerSchedulingStateRequest(_Message, kw_only=True):

@@ -7,7 +7,15 @@ import inspect
 from scheduler import si
 from scheduler._errors import SchedulerError
 
-__all__ = ["CALLBACK_METHODS", "ResourceManagerCallback", "check_callback", "overrides"]
+__all__ = [
+    "CALLBACK_METHODS",
+    "OPTIONAL_CALLBACK_METHODS",
+    "ResourceManagerCallback",
+    "accept_preemption",
+    "check_callback",
+    "overrides",
+    "refuse_preemption",
+]
 
 
 class ResourceManagerCallback:
@@ -31,6 +39,20 @@ class ResourceManagerCallback:
         """Whether the allocation ``args.allocation_key`` may go on ``args.node_id``."""
         return True
 
+    async def preemption_predicates(
+        self, args: si.PreemptionPredicatesArgs
+    ) -> si.PreemptionPredicatesResponse:
+        """Whether the ask ``args.allocation_key`` fits on ``args.node_id`` once victims are
+        preempted (SI 1.3): remove victims ``0..args.start_index`` of
+        ``args.preempt_allocation_keys``, check, then remove one more at a time until it
+        fits; answer ``success`` and the ``index`` of the last victim that had to go.
+
+        By default the ask is taken to fit with exactly the victims the core picked
+        (``success=True, index=args.start_index``), as YuniKorn's core assumes when no RM
+        plugin is registered. An RM that does not override this method is never asked.
+        """
+        return accept_preemption(args)
+
     async def send_event(self, events: list[si.EventRecord]) -> None:
         """Events about applications, asks, nodes and queues, for people to read."""
 
@@ -44,6 +66,7 @@ class ResourceManagerCallback:
         overrides this method."""
 
 
+# The methods every callback must have (``check_callback``).
 CALLBACK_METHODS = (
     "update_allocation",
     "update_application",
@@ -52,6 +75,21 @@ CALLBACK_METHODS = (
     "send_event",
     "update_container_scheduling_state",
 )
+# Methods added since: a callback written before them (one that does not subclass
+# ``ResourceManagerCallback``) may lack them, and keeps the default's behaviour.
+OPTIONAL_CALLBACK_METHODS = ("preemption_predicates",)
+
+
+def accept_preemption(args: si.PreemptionPredicatesArgs) -> si.PreemptionPredicatesResponse:
+    """The answer of an RM that does not check preemption: the ask fits once the victims
+    up to ``start_index`` are gone."""
+    return si.PreemptionPredicatesResponse(success=True, index=args.start_index)
+
+
+def refuse_preemption() -> si.PreemptionPredicatesResponse:
+    """The answer when the RM cannot say yes (it raised, is Paused, did not answer in
+    time): no success; ``index`` -1, as YuniKorn's shim and core put it on a failure."""
+    return si.PreemptionPredicatesResponse(success=False, index=-1)
 
 
 def check_callback(callback: object) -> None:
@@ -65,6 +103,12 @@ def check_callback(callback: object) -> None:
     missing = [
         m for m in CALLBACK_METHODS if not inspect.iscoroutinefunction(getattr(callback, m, None))
     ]
+    missing += [
+        m
+        for m in OPTIONAL_CALLBACK_METHODS
+        if getattr(callback, m, None) is not None
+        and not inspect.iscoroutinefunction(getattr(callback, m))
+    ]
     if missing:
         raise SchedulerError(
             f"the callback {type(callback).__qualname__} lacks the coroutine methods "
@@ -75,7 +119,9 @@ def check_callback(callback: object) -> None:
 
 def overrides(callback: object, name: str) -> bool:
     """The RM's callback has its own ``name``. An RM that keeps the default ``predicates``
-    is never asked, and one that keeps the default ``update_container_scheduling_state``
-    costs no inspection of outstanding requests."""
+    (or ``preemption_predicates``) is never asked, and one that keeps the default
+    ``update_container_scheduling_state`` costs no inspection of outstanding requests. A
+    callback without the method at all (one written before an optional method existed)
+    does not override it."""
     method = getattr(type(callback), name, None)
-    return method is not getattr(ResourceManagerCallback, name)
+    return method is not None and method is not getattr(ResourceManagerCallback, name)

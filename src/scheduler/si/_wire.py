@@ -4,10 +4,12 @@ A frame is a 4-byte big-endian length, then that many bytes of MessagePack: one 
 message, a tagged msgspec struct. The RM (``scheduler.client``) sends ``Hello`` first, then
 calls; the daemon (``scheduler.daemon._native``) answers each call with a ``Result`` of the same
 id and pushes the RM's callbacks as they happen, in order, on the same stream. A callback
-that answers (``predicates``) is a ``PredicatesAsk`` the RM answers with a
-``CallbackReply``. Everything an RM can send is one tagged union and everything the daemon
-sends another, each decoded by a ``msgspec.msgpack.Decoder`` built once: a frame decodes
-straight into typed SI structs, and anything else is refused (``WireError``).
+that answers is an ask the RM answers with a reply of the same id: ``predicates`` is a
+``PredicatesAsk`` answered by a ``CallbackReply``, ``preemption_predicates`` a
+``PreemptionPredicatesAsk`` answered by a ``PreemptionReply``. Everything an RM can send
+is one tagged union and everything the daemon sends another, each decoded by a
+``msgspec.msgpack.Decoder`` built once: a frame decodes straight into typed SI structs, and
+anything else is refused (``WireError``).
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ __all__ = [
     "CallbackReply",
     "FrameReader",
     "Hello",
+    "PreemptionPredicatesAsk",
+    "PreemptionReply",
     "Push",
     "Result",
     "Welcome",
@@ -63,8 +67,10 @@ class RegisterCall(_Envelope, tag="register"):
     id: int
     request: si.RegisterResourceManagerRequest
     # The callback methods the RM's callback overrides: the daemon's stand-in overrides
-    # the same ones, so the core asks predicates and reports scheduling states exactly as
-    # it would in-process.
+    # the same ones, so the core asks predicates (and preemption predicates) and reports
+    # scheduling states exactly as it would in-process. A daemon ignores a name it does
+    # not know, and a client that does not name ``preemption_predicates`` (one older than
+    # it) is never asked it.
     overrides: list[str] = []
 
 
@@ -103,8 +109,15 @@ class CallbackReply(_Envelope, tag="reply"):
     allowed: bool = True
 
 
+class PreemptionReply(_Envelope, tag="preemption_reply"):
+    """The RM's answer to a ``PreemptionPredicatesAsk``."""
+
+    id: int
+    response: si.PreemptionPredicatesResponse
+
+
 Call = RegisterCall | NodeCall | ApplicationCall | AllocationCall | ConfigurationCall | QueryCall
-FromRM = Hello | Call | CallbackReply
+FromRM = Hello | Call | CallbackReply | PreemptionReply
 
 
 # ===================================================================== daemon -> RM
@@ -146,6 +159,14 @@ class PredicatesAsk(_Envelope, tag="predicates"):
     args: si.PredicatesArgs
 
 
+class PreemptionPredicatesAsk(_Envelope, tag="preemption"):
+    """``preemption_predicates``, asked only of an RM that named it at registration; ids
+    are shared with ``PredicatesAsk``."""
+
+    id: int
+    args: si.PreemptionPredicatesArgs
+
+
 class Goodbye(_Envelope, tag="bye"):
     """The daemon closes the connection, and why (a bad frame, a wrong token, shutdown)."""
 
@@ -153,7 +174,13 @@ class Goodbye(_Envelope, tag="bye"):
 
 
 Push = (
-    AllocationPush | ApplicationPush | NodePush | EventsPush | SchedulingStatePush | PredicatesAsk
+    AllocationPush
+    | ApplicationPush
+    | NodePush
+    | EventsPush
+    | SchedulingStatePush
+    | PredicatesAsk
+    | PreemptionPredicatesAsk
 )
 FromDaemon = Welcome | Result | Push | Goodbye
 

@@ -386,6 +386,26 @@ class PredicatesArgs(_message.Message):
     allocate: bool
     def __init__(self, allocation_key: _Optional[str] = ..., node_id: _Optional[str] = ..., allocate: _Optional[bool] = ...) -> None: ...
 
+class PreemptionPredicatesArgs(_message.Message):
+    __slots__ = ("allocation_key", "node_id", "preempt_allocation_keys", "start_index")
+    ALLOCATION_KEY_FIELD_NUMBER: _ClassVar[int]
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    PREEMPT_ALLOCATION_KEYS_FIELD_NUMBER: _ClassVar[int]
+    START_INDEX_FIELD_NUMBER: _ClassVar[int]
+    allocation_key: str
+    node_id: str
+    preempt_allocation_keys: _containers.RepeatedScalarFieldContainer[str]
+    start_index: int
+    def __init__(self, allocation_key: _Optional[str] = ..., node_id: _Optional[str] = ..., preempt_allocation_keys: _Optional[_Iterable[str]] = ..., start_index: _Optional[int] = ...) -> None: ...
+
+class PreemptionPredicatesResponse(_message.Message):
+    __slots__ = ("success", "index")
+    SUCCESS_FIELD_NUMBER: _ClassVar[int]
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    success: bool
+    index: int
+    def __init__(self, success: _Optional[bool] = ..., index: _Optional[int] = ...) -> None: ...
+
 class UpdateContainerSchedulingStateRequest(_message.Message):
     __slots__ = ("application_id", "allocation_key", "state", "reason")
     class SchedulingState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
@@ -511,6 +531,22 @@ class PredicatesAnswer(_message.Message):
     allowed: bool
     def __init__(self, id: _Optional[int] = ..., allowed: _Optional[bool] = ...) -> None: ...
 
+class PreemptionPredicatesQuestion(_message.Message):
+    __slots__ = ("id", "args")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    ARGS_FIELD_NUMBER: _ClassVar[int]
+    id: int
+    args: PreemptionPredicatesArgs
+    def __init__(self, id: _Optional[int] = ..., args: _Optional[_Union[PreemptionPredicatesArgs, _Mapping]] = ...) -> None: ...
+
+class PreemptionPredicatesAnswer(_message.Message):
+    __slots__ = ("id", "response")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    RESPONSE_FIELD_NUMBER: _ClassVar[int]
+    id: int
+    response: PreemptionPredicatesResponse
+    def __init__(self, id: _Optional[int] = ..., response: _Optional[_Union[PreemptionPredicatesResponse, _Mapping]] = ...) -> None: ...
+
 class Events(_message.Message):
     __slots__ = ("events",)
     EVENTS_FIELD_NUMBER: _ClassVar[int]
@@ -524,28 +560,32 @@ class Goodbye(_message.Message):
     def __init__(self, message: _Optional[str] = ...) -> None: ...
 
 class FromRM(_message.Message):
-    __slots__ = ("hello", "predicates_answer")
+    __slots__ = ("hello", "predicates_answer", "preemption_predicates_answer")
     HELLO_FIELD_NUMBER: _ClassVar[int]
     PREDICATES_ANSWER_FIELD_NUMBER: _ClassVar[int]
+    PREEMPTION_PREDICATES_ANSWER_FIELD_NUMBER: _ClassVar[int]
     hello: Hello
     predicates_answer: PredicatesAnswer
-    def __init__(self, hello: _Optional[_Union[Hello, _Mapping]] = ..., predicates_answer: _Optional[_Union[PredicatesAnswer, _Mapping]] = ...) -> None: ...
+    preemption_predicates_answer: PreemptionPredicatesAnswer
+    def __init__(self, hello: _Optional[_Union[Hello, _Mapping]] = ..., predicates_answer: _Optional[_Union[PredicatesAnswer, _Mapping]] = ..., preemption_predicates_answer: _Optional[_Union[PreemptionPredicatesAnswer, _Mapping]] = ...) -> None: ...
 
 class FromDaemon(_message.Message):
-    __slots__ = ("welcome", "ack", "predicates", "events", "scheduling_state", "goodbye")
+    __slots__ = ("welcome", "ack", "predicates", "events", "scheduling_state", "goodbye", "preemption_predicates")
     WELCOME_FIELD_NUMBER: _ClassVar[int]
     ACK_FIELD_NUMBER: _ClassVar[int]
     PREDICATES_FIELD_NUMBER: _ClassVar[int]
     EVENTS_FIELD_NUMBER: _ClassVar[int]
     SCHEDULING_STATE_FIELD_NUMBER: _ClassVar[int]
     GOODBYE_FIELD_NUMBER: _ClassVar[int]
+    PREEMPTION_PREDICATES_FIELD_NUMBER: _ClassVar[int]
     welcome: Welcome
     ack: Ack
     predicates: PredicatesQuestion
     events: Events
     scheduling_state: UpdateContainerSchedulingStateRequest
     goodbye: Goodbye
-    def __init__(self, welcome: _Optional[_Union[Welcome, _Mapping]] = ..., ack: _Optional[_Union[Ack, _Mapping]] = ..., predicates: _Optional[_Union[PredicatesQuestion, _Mapping]] = ..., events: _Optional[_Union[Events, _Mapping]] = ..., scheduling_state: _Optional[_Union[UpdateContainerSchedulingStateRequest, _Mapping]] = ..., goodbye: _Optional[_Union[Goodbye, _Mapping]] = ...) -> None: ...
+    preemption_predicates: PreemptionPredicatesQuestion
+    def __init__(self, welcome: _Optional[_Union[Welcome, _Mapping]] = ..., ack: _Optional[_Union[Ack, _Mapping]] = ..., predicates: _Optional[_Union[PredicatesQuestion, _Mapping]] = ..., events: _Optional[_Union[Events, _Mapping]] = ..., scheduling_state: _Optional[_Union[UpdateContainerSchedulingStateRequest, _Mapping]] = ..., goodbye: _Optional[_Union[Goodbye, _Mapping]] = ..., preemption_predicates: _Optional[_Union[PreemptionPredicatesQuestion, _Mapping]] = ...) -> None: ...
 
 class SettleResponse(_message.Message):
     __slots__ = ("pushed",)

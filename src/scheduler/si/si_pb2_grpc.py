@@ -250,8 +250,9 @@ class SchedulerExtensionsStub:
     Callbacks: the RegisterResourceManager call of a session names, in its metadata
     `x-scheduler-callbacks` (comma-separated), the ResourceManagerCallback methods the RM
     implements: update_allocation, update_application, update_node, predicates,
-    send_event, update_container_scheduling_state. Those it does not name keep the core's
-    default: nothing is sent for them, and predicates are allowed without a question.
+    send_event, update_container_scheduling_state, preemption_predicates. Those it does
+    not name keep the core's default: nothing is sent for them, predicates are allowed and
+    preemption predicates accepted (success, index = start_index) without a question.
     Responses (the first three) go on the Scheduler streams, the rest on the session
     stream. Order is kept within a stream, not across streams.
 
@@ -312,8 +313,9 @@ class SchedulerExtensionsServicer:
     Callbacks: the RegisterResourceManager call of a session names, in its metadata
     `x-scheduler-callbacks` (comma-separated), the ResourceManagerCallback methods the RM
     implements: update_allocation, update_application, update_node, predicates,
-    send_event, update_container_scheduling_state. Those it does not name keep the core's
-    default: nothing is sent for them, and predicates are allowed without a question.
+    send_event, update_container_scheduling_state, preemption_predicates. Those it does
+    not name keep the core's default: nothing is sent for them, predicates are allowed and
+    preemption predicates accepted (success, index = start_index) without a question.
     Responses (the first three) go on the Scheduler streams, the rest on the session
     stream. Order is kept within a stream, not across streams.
 
@@ -334,7 +336,8 @@ class SchedulerExtensionsServicer:
     """
 
     def Session(self, request_iterator, context):
-        """The session stream. RM -> daemon: a Hello first, then answers to predicates.
+        """The session stream. RM -> daemon: a Hello first, then answers to predicates and
+        preemption predicates.
         Daemon -> RM: a Welcome, then Acks of stream requests, predicate questions, events,
         container scheduling states, and a Goodbye (with the reason) before the daemon
         ends the session (shutdown, a slow RM, a broken limit).
@@ -414,8 +417,9 @@ class SchedulerExtensions:
     Callbacks: the RegisterResourceManager call of a session names, in its metadata
     `x-scheduler-callbacks` (comma-separated), the ResourceManagerCallback methods the RM
     implements: update_allocation, update_application, update_node, predicates,
-    send_event, update_container_scheduling_state. Those it does not name keep the core's
-    default: nothing is sent for them, and predicates are allowed without a question.
+    send_event, update_container_scheduling_state, preemption_predicates. Those it does
+    not name keep the core's default: nothing is sent for them, predicates are allowed and
+    preemption predicates accepted (success, index = start_index) without a question.
     Responses (the first three) go on the Scheduler streams, the rest on the session
     stream. Order is kept within a stream, not across streams.
 

@@ -174,6 +174,10 @@ _SAMPLES: dict[tuple[str, str], Any] = {
     ("*", "occupied_resource"): R(memory=1),
     ("*", "existing_allocations"): [ALLOCATION],
     ("*", "allocate"): True,
+    ("*", "preempt_allocation_keys"): ["v-1", "v-2", "v-3"],
+    ("*", "start_index"): 1,
+    ("*", "success"): True,
+    ("*", "index"): 2,
     ("*", "type"): si.EventRecordType.QUEUE,
     ("*", "object_id"): "o",
     ("*", "group_id"): "g",
@@ -221,6 +225,15 @@ def test_the_proto_field_numbers_are_the_specs() -> None:
     assert pb.NodeInfo.DRAIN_TO_SCHEDULABLE == 5
     assert pb.EventRecord.QUEUE == 4
     assert pb.TerminationType.Value("PLACEHOLDER_REPLACED") == 4
+    preemption = pb.PreemptionPredicatesArgs.DESCRIPTOR.fields_by_name
+    assert [(f, preemption[f].number) for f in preemption] == [
+        ("allocation_key", 1),
+        ("node_id", 2),
+        ("preempt_allocation_keys", 3),
+        ("start_index", 4),
+    ]
+    answer = pb.PreemptionPredicatesResponse.DESCRIPTOR.fields_by_name
+    assert [(f, answer[f].number) for f in answer] == [("success", 1), ("index", 2)]
 
 
 def test_the_spec_json_names_match_si_py() -> None:

@@ -60,6 +60,10 @@ SPEC_FIELDS: dict[str, list[str]] = {
     ],
     "RejectedAllocationAsk": ["allocationKey", "applicationID", "reason"],
     "PredicatesArgs": ["allocationKey", "nodeID", "allocate"],
+    "PreemptionPredicatesArgs": [
+        "allocationKey", "nodeID", "preemptAllocationKeys", "startIndex",
+    ],
+    "PreemptionPredicatesResponse": ["success", "index"],
     "UpdateContainerSchedulingStateRequest": [
         "applicartionID", "allocationKey", "state", "reason",
     ],
@@ -93,6 +97,7 @@ RENAMED: list[tuple[str, str, str]] = [
     ("Allocation", "node_id", "nodeID"),
     ("NodeInfo", "node_id", "nodeID"),
     ("PredicatesArgs", "node_id", "nodeID"),
+    ("PreemptionPredicatesArgs", "node_id", "nodeID"),
     ("Allocation", "uuid", "UUID"),
     ("AllocationRelease", "uuid", "UUID"),
     ("AllocationAsk", "originator", "Originator"),
@@ -112,6 +117,8 @@ CAMEL: list[tuple[str, str, str]] = [
     ("AllocationResponse", "released_asks", "releasedAsks"),
     ("AddApplicationRequest", "gang_scheduling_style", "gangSchedulingStyle"),
     ("AddApplicationRequest", "placeholder_ask", "placeholderAsk"),
+    ("PreemptionPredicatesArgs", "preempt_allocation_keys", "preemptAllocationKeys"),
+    ("PreemptionPredicatesArgs", "start_index", "startIndex"),
 ]
 
 
@@ -240,6 +247,13 @@ SAMPLES: dict[str, msgspec.Struct] = {
     "NodeInfo": NODE,
     "RejectedAllocationAsk": REJECTED_ASK,
     "PredicatesArgs": si.PredicatesArgs(allocation_key="ask-1", node_id="node-1", allocate=True),
+    "PreemptionPredicatesArgs": si.PreemptionPredicatesArgs(
+        allocation_key="ask-1",
+        node_id="node-1",
+        preempt_allocation_keys=["victim-1", "victim-2", "victim-3"],
+        start_index=1,
+    ),
+    "PreemptionPredicatesResponse": si.PreemptionPredicatesResponse(success=True, index=2),
     "UpdateContainerSchedulingStateRequest": si.UpdateContainerSchedulingStateRequest(
         application_id="app-1",
         allocation_key="ask-1",
@@ -478,6 +492,25 @@ def test_decode_more_spec_documents() -> None:
     assert app.execution_timeout_milliseconds == 1000
     assert app.placeholder_ask == si.Resource.of(memory=7)
     assert app.ugi == si.UserGroupInformation(user="u", groups=["g"])
+
+
+def test_preemption_predicates_documents_of_the_spec() -> None:
+    """SI 1.3's preemption messages as a Go RM encodes them (protojson's names)."""
+    args_doc = b"""{"allocationKey": "ask-1", "nodeID": "node-1",
+        "preemptAllocationKeys": ["v-1", "v-2"], "startIndex": 1}"""
+    assert si.decode_json(args_doc, si.PreemptionPredicatesArgs) == si.PreemptionPredicatesArgs(
+        allocation_key="ask-1",
+        node_id="node-1",
+        preempt_allocation_keys=["v-1", "v-2"],
+        start_index=1,
+    )
+    # proto3 leaves out a default: an empty answer is a refusal at index 0
+    assert si.decode_json(b"{}", si.PreemptionPredicatesResponse) == (
+        si.PreemptionPredicatesResponse(success=False, index=0)
+    )
+    answer = si.decode_json(b'{"success": true, "index": 1}', si.PreemptionPredicatesResponse)
+    assert (answer.success, answer.index) == (True, 1)
+    assert si.PreemptionPredicatesArgs().preempt_allocation_keys == []
 
 
 def test_missing_fields_take_defaults_and_unknown_fields_are_ignored() -> None:

@@ -22,6 +22,8 @@ from scheduler.si._wire import (
     Goodbye,
     Hello,
     PredicatesAsk,
+    PreemptionPredicatesAsk,
+    PreemptionReply,
     QueryCall,
     RegisterCall,
     Result,
@@ -36,7 +38,7 @@ FROM_RM = [
     RegisterCall(
         id=1,
         request=si.RegisterResourceManagerRequest(rm_id="rm-1", config="x: 1"),
-        overrides=["update_allocation", "predicates"],
+        overrides=["update_allocation", "predicates", "preemption_predicates"],
     ),
     AllocationCall(
         id=2,
@@ -55,6 +57,7 @@ FROM_RM = [
     ),
     QueryCall(id=3, method="get_queue", args=["default", "root"]),
     CallbackReply(id=4, allowed=False),
+    PreemptionReply(id=6, response=si.PreemptionPredicatesResponse(success=True, index=2)),
 ]
 FROM_DAEMON = [
     Result(id=1, value={"a": [1, 2]}),
@@ -65,6 +68,12 @@ FROM_DAEMON = [
         )
     ),
     PredicatesAsk(id=5, args=si.PredicatesArgs(allocation_key="k", node_id="n1", allocate=True)),
+    PreemptionPredicatesAsk(
+        id=6,
+        args=si.PreemptionPredicatesArgs(
+            allocation_key="k", node_id="n1", preempt_allocation_keys=["v1", "v2"], start_index=1
+        ),
+    ),
     Goodbye(message="bye"),
 ]
 
@@ -118,7 +127,7 @@ def test_any_bytes_decode_or_are_refused(body: bytes) -> None:
 
 _TAGS = ["hello", "register", "node", "application", "allocation", "configuration", "query"]
 _TAGS += ["reply", "welcome", "result", "alloc", "app", "nodes", "events", "state", "bye"]
-_TAGS += ["predicates", "nope"]
+_TAGS += ["predicates", "preemption", "preemption_reply", "nope"]
 _values = st.recursive(
     st.none()
     | st.booleans()
