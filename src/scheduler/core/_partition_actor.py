@@ -39,6 +39,7 @@ from scheduler.core._events import (
     AsksReleased,
     AsksUpdated,
     CheckPredicates,
+    CheckPreemptionPredicates,
     ConfigUpdated,
     ConfigureQueue,
     Event,
@@ -54,7 +55,7 @@ from scheduler.core._node_flows import PartitionNodes
 from scheduler.core._outstanding import InspectOutstanding, OutstandingRequests
 from scheduler.core._partition import Partition
 from scheduler.core._pass import Scheduler
-from scheduler.core._preempt import PreemptionRound
+from scheduler.core._preempt import MAX_STARTED, PreemptionRound
 from scheduler.core._queue_actor import QueueActor
 from scheduler.objects._application import Application
 from scheduler.objects._asks import Ask
@@ -397,6 +398,8 @@ class PartitionActor(Actor):
             while p.schedule_pending:
                 proposal = scheduler.propose_checked()
                 if proposal is None:
+                    if self.preemption.wanted():
+                        await self._preempt_checked()
                     return
                 question = CheckPredicates(
                     allocation_key=proposal.ask.allocation_key,
@@ -411,6 +414,39 @@ class PartitionActor(Actor):
                 scheduler.predicates_checked(proposal, allowed)
         finally:
             self._checking = False
+
+    async def _preempt_checked(self) -> None:
+        """With an RM that checks predicates: each preemption is put to its
+        ``preemption_predicates`` first, one at a time, and started only if it accepts
+        (the plan is checked again when it starts: anything may have changed meanwhile)."""
+        p, rounds = self.partition, self.preemption
+        for _ in range(MAX_STARTED):
+            plans = rounds.plans(1)
+            if not plans:
+                break
+            (plan,) = plans
+            keys = tuple(alloc.allocation_key for alloc, _ in plan.victims)
+            question = CheckPreemptionPredicates(
+                allocation_key=plan.ask.allocation_key,
+                node_id=plan.node.node_id,
+                preempt_allocation_keys=keys,
+                start_index=len(keys) - 1,  # every victim is needed (just enough)
+            )
+            try:
+                answer = await self._callback.ask(question)
+            except (AskTimeoutError, ActorDeadError) as exc:
+                p.log.warning("preemption predicates for {} not answered ({})", question, exc)
+                answer = None
+            if (
+                isinstance(answer, si.PreemptionPredicatesResponse)
+                and answer.success
+                and len(keys) - 1 <= answer.index < len(keys)
+            ):
+                rounds.start(plan)
+            else:
+                rounds.refused(plan)
+        self._arm_preemption_timer()
+        self._flush()
 
     # ==================================================================== permit gangs
     def _watch_gang(self, group: GangGroup) -> None:

@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from scheduler.objects._queue import Queue
     from scheduler.objects._resources import Size
 
-__all__ = ["PREEMPTED", "PreemptionFlows", "PreemptionRound"]
+__all__ = ["MAX_STARTED", "PREEMPTED", "PreemptionFlows", "PreemptionRound"]
 
 PREEMPTED: Final = si.TerminationType.PREEMPTED_BY_SCHEDULER
 # A round starts at most this many preemptions, and looks for victims at most this many
@@ -124,6 +124,22 @@ class PreemptionRound:
                 if found >= limit:
                     p.schedule_pending = True  # more may follow: another round after
                     return
+
+    def refused(self, plan: Plan) -> None:
+        """The RM's predicates refused ``plan``: its ask does not try again before
+        ``Timeouts.preempt_retry``."""
+        p = self.partition
+        retry = p.clock() + p.timeouts.preempt_retry
+        plan.ask.preempt_after = retry
+        self._due(retry)
+        p.outbox.event(
+            si.EventRecordType.REQUEST,
+            plan.ask.allocation_key,
+            "PreemptionRefused",
+            f"the RM's predicates refused ask {plan.ask.allocation_key} on node "
+            f"{plan.node.node_id} after preempting {len(plan.victims)} allocations there",
+            group=plan.app.application_id,
+        )
 
     def _due(self, when: float) -> None:
         if self.due is None or when < self.due:
