@@ -145,13 +145,17 @@ class QueueConfig(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class PartitionConfig(msgspec.Struct, frozen=True, kw_only=True):
-    """One partition: its ``root`` queue, placement rules and policies."""
+    """One partition: its ``root`` queue, placement rules and policies.
+
+    ``preemption_enabled`` is ``preemption.enabled``; absent, it is true (YuniKorn 1.3+'s
+    ``PartitionContext.updatePreemption``: ``Enabled == nil || *Enabled``).
+    """
 
     name: str
     queue: QueueConfig
     placement_rules: tuple[PlacementRule, ...] = ()
     node_sort_policy: NodeSortPolicy = msgspec.field(default_factory=NodeSortPolicy)
-    preemption_enabled: bool = False
+    preemption_enabled: bool = True
     limits: tuple[Limit, ...] = ()
     state_dump_file_path: str = ""
 

@@ -48,6 +48,7 @@ Behaviour taken from YuniKorn (see the module's tests for each rule):
   ``application.sort.priority``, ``priority.policy`` and ``priority.offset``: a queue logs
   a bad value and uses the default (``enabled``, ``default``, ``0``; see
   ``scheduler.objects._priority``);
+* ``preemption.enabled`` absent (or null) is true, as in YuniKorn 1.3+;
 * ``statedumpfilepath`` is accepted and ignored (deprecated since v1.2.0).
 """
 
@@ -324,7 +325,8 @@ class _Parser:
             NodeSortPolicy(),
         )
         preemption = _mapping(m.get("preemption"), _join(path, "preemption"), _PREEMPTION_KEYS)
-        enabled = _bool(preemption.get("enabled"), _join(path, "preemption.enabled"))
+        enabled_node = preemption.get("enabled")  # absent is true (YuniKorn 1.3+)
+        enabled = _is_null(enabled_node) or _bool(enabled_node, _join(path, "preemption.enabled"))
         state_dump = _str(m.get("statedumpfilepath"), _join(path, "statedumpfilepath"))
         self._attempt(lambda: self._check_max_apps(root, root.name), None)
         return PartitionConfig(

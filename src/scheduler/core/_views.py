@@ -430,8 +430,8 @@ def _partition_conf(p: PartitionConfig) -> dict[str, Any]:
         out["placementrules"] = [_rule_conf(r) for r in p.placement_rules]
     if p.limits:
         out["limits"] = [_limit_conf(lim) for lim in p.limits]
-    if p.preemption_enabled:
-        out["preemption"] = {"enabled": True}
+    if not p.preemption_enabled:  # absent is true (YuniKorn 1.3+)
+        out["preemption"] = {"enabled": False}
     policy = p.node_sort_policy
     if policy.type != "fair" or policy.resource_weights:
         out["nodesortpolicy"] = {"type": policy.type}

@@ -418,6 +418,21 @@ async def test_config_as_yaml_and_json(busy: Scenario, client: httpx.AsyncClient
 
 
 @pytest.mark.asyncio
+async def test_config_writes_preemption_only_when_disabled(
+    s: Scenario, client: httpx.AsyncClient
+) -> None:
+    doc = yaml.safe_load((await client.get("/ws/v1/config")).text)
+    assert "preemption" not in doc["partitions"][0]  # enabled: the default
+    partition = "partitions:\n  - name: default\n"
+    off = QUEUES.replace(partition, partition + "    preemption: {enabled: false}\n")
+    await s.core.update_configuration(si.UpdateConfigurationRequest(rm_id=s.rm_id, config=off))
+    r = await client.get("/ws/v1/config")
+    assert yaml.safe_load(r.text)["partitions"][0]["preemption"] == {"enabled": False}
+    (partition_config,) = parse_config(r.text).partitions  # loads again, still disabled
+    assert partition_config.preemption_enabled is False
+
+
+@pytest.mark.asyncio
 async def test_config_with_two_resource_managers(s: Scenario, client: httpx.AsyncClient) -> None:
     other = """
 partitions:
