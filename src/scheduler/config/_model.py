@@ -19,6 +19,9 @@ APPLICATION_SORT_POLICY: Final = "application.sort.policy"
 APPLICATION_SORT_PRIORITY: Final = "application.sort.priority"
 PRIORITY_POLICY: Final = "priority.policy"
 PRIORITY_OFFSET: Final = "priority.offset"
+# ... and those YuniKorn 1.3+ adds for preemption (configs.PreemptionPolicy, PreemptionDelay).
+PREEMPTION_POLICY: Final = "preemption.policy"
+PREEMPTION_DELAY: Final = "preemption.delay"
 
 #: Placement rules known to YuniKorn v1.2 (``pkg/scheduler/placement/rule.go``).
 PLACEMENT_RULE_NAMES: Final = ("provided", "user", "fixed", "tag")

@@ -47,7 +47,8 @@ Behaviour taken from YuniKorn (see the module's tests for each rule):
   ``fifo`` (see :attr:`QueueConfig.application_sort_policy`); nor are
   ``application.sort.priority``, ``priority.policy`` and ``priority.offset``: a queue logs
   a bad value and uses the default (``enabled``, ``default``, ``0``; see
-  ``scheduler.objects._priority``);
+  ``scheduler.objects._priority``); nor ``preemption.policy`` and ``preemption.delay``
+  (``default``, ``30s``; see ``scheduler.config._properties``);
 * ``preemption.enabled`` absent (or null) is true, as in YuniKorn 1.3+;
 * ``statedumpfilepath`` is accepted and ignored (deprecated since v1.2.0).
 """
@@ -80,6 +81,8 @@ from scheduler.config._model import (
     DEFAULT_SCHEDULER_CONFIG,
     GROUP_NAME_RE,
     PLACEMENT_RULE_NAMES,
+    PREEMPTION_DELAY,
+    PREEMPTION_POLICY,
     PRIORITY_OFFSET,
     PRIORITY_POLICY,
     QUEUE_NAME_RE,
@@ -152,6 +155,8 @@ __all__ = [
     "DEFAULT_SCHEDULER_CONFIG",
     "GROUP_NAME_RE",
     "PLACEMENT_RULE_NAMES",
+    "PREEMPTION_DELAY",
+    "PREEMPTION_POLICY",
     "PRIORITY_OFFSET",
     "PRIORITY_POLICY",
     "QUEUE_NAME_RE",

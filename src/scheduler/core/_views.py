@@ -13,6 +13,7 @@ from functools import partial
 from typing import Any
 
 from scheduler._errors import NotFoundError, SchedulerError
+from scheduler.config._duration import format_duration
 from scheduler.config._parser import (
     ChildTemplate,
     Limit,
@@ -122,6 +123,9 @@ def queue_info(p: Partition, queue: Queue) -> dict[str, Any]:
         "runningApps": queue.running_apps,
         "maxRunningApps": queue.max_applications,
         "currentPriority": current_priority(queue),
+        "preemptionEnabled": queue.preemption_policy != "disabled",
+        "isPreemptionFence": queue.preemption_policy == "fence",
+        "preemptionDelay": format_duration(queue.preemption_delay),
         "applications": sorted(queue.applications),
     }
 

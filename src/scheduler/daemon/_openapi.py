@@ -173,6 +173,12 @@ def _queue_schema() -> dict[str, Any]:
             "runningApps": _INT,
             "maxRunningApps": _INT,
             "currentPriority": _INT,
+            "preemptionEnabled": {**_BOOL, "description": "preemption.policy is not disabled"},
+            "isPreemptionFence": {**_BOOL, "description": "preemption.policy is fence"},
+            "preemptionDelay": {
+                **_STR,
+                "description": "preemption.delay as a Go duration (30s unless a leaf sets one)",
+            },
             "applications": _STRINGS,
         },
         optional=("children",),
