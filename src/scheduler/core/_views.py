@@ -100,6 +100,7 @@ def partition_info(p: Partition) -> dict[str, Any]:
             "type": p.index.policy,
             "resourceWeights": dict(p.index.weights),
         },
+        "preemptionEnabled": p.config.preemption_enabled,
         "totalNodes": len(p.nodes),
         "applications": {"total": sum(states.values()), **states},
         "totalContainers": sum(len(n.allocations) for n in p.nodes.values()),

@@ -145,6 +145,7 @@ def _partition_schema() -> dict[str, Any]:
             "nodeSortingPolicy": _obj(
                 {"type": _STR, "resourceWeights": _map_of({"type": "number"})}
             ),
+            "preemptionEnabled": {**_BOOL, "description": "The partition's preemption.enabled"},
             "totalNodes": _INT,
             "applications": {
                 **_map_of(_INT),
