@@ -7,7 +7,8 @@ limits list or whole-tree check is recorded and left out while its siblings are 
 (a queue whose own entry is broken hides its children's problems); a problem that names a
 queue but no line (a quota check over the whole tree) is placed at that queue's entry. The
 final word is always :func:`scheduler.config._parser.parse_config`'s: a file is valid only when the
-core would take it.
+core would take it. A queue property value the core takes but cannot read (it logs it and uses
+the default, as YuniKorn does: ``scheduler.config._properties``) is a problem here too.
 """
 
 from __future__ import annotations

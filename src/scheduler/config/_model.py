@@ -19,6 +19,9 @@ APPLICATION_SORT_POLICY: Final = "application.sort.policy"
 APPLICATION_SORT_PRIORITY: Final = "application.sort.priority"
 PRIORITY_POLICY: Final = "priority.policy"
 PRIORITY_OFFSET: Final = "priority.offset"
+# ... and those YuniKorn 1.3+ adds for preemption (configs.PreemptionPolicy, PreemptionDelay).
+PREEMPTION_POLICY: Final = "preemption.policy"
+PREEMPTION_DELAY: Final = "preemption.delay"
 
 #: Placement rules known to YuniKorn v1.2 (``pkg/scheduler/placement/rule.go``).
 PLACEMENT_RULE_NAMES: Final = ("provided", "user", "fixed", "tag")
@@ -145,13 +148,17 @@ class QueueConfig(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class PartitionConfig(msgspec.Struct, frozen=True, kw_only=True):
-    """One partition: its ``root`` queue, placement rules and policies."""
+    """One partition: its ``root`` queue, placement rules and policies.
+
+    ``preemption_enabled`` is ``preemption.enabled``; absent, it is true (YuniKorn 1.3+'s
+    ``PartitionContext.updatePreemption``: ``Enabled == nil || *Enabled``).
+    """
 
     name: str
     queue: QueueConfig
     placement_rules: tuple[PlacementRule, ...] = ()
     node_sort_policy: NodeSortPolicy = msgspec.field(default_factory=NodeSortPolicy)
-    preemption_enabled: bool = False
+    preemption_enabled: bool = True
     limits: tuple[Limit, ...] = ()
     state_dump_file_path: str = ""
 

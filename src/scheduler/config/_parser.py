@@ -47,7 +47,10 @@ Behaviour taken from YuniKorn (see the module's tests for each rule):
   ``fifo`` (see :attr:`QueueConfig.application_sort_policy`); nor are
   ``application.sort.priority``, ``priority.policy`` and ``priority.offset``: a queue logs
   a bad value and uses the default (``enabled``, ``default``, ``0``; see
-  ``scheduler.objects._priority``);
+  ``scheduler.objects._priority``); nor ``preemption.policy`` and ``preemption.delay``
+  (``default``, ``30s``), which ``scheduler check-config`` reports, with the other
+  properties of ``scheduler.config._properties``;
+* ``preemption.enabled`` absent (or null) is true, as in YuniKorn 1.3+;
 * ``statedumpfilepath`` is accepted and ignored (deprecated since v1.2.0).
 """
 
@@ -79,6 +82,8 @@ from scheduler.config._model import (
     DEFAULT_SCHEDULER_CONFIG,
     GROUP_NAME_RE,
     PLACEMENT_RULE_NAMES,
+    PREEMPTION_DELAY,
+    PREEMPTION_POLICY,
     PRIORITY_OFFSET,
     PRIORITY_POLICY,
     QUEUE_NAME_RE,
@@ -94,6 +99,7 @@ from scheduler.config._model import (
     QueueConfig,
     SchedulerConfig,
 )
+from scheduler.config._properties import PROPERTY_READERS
 from scheduler.config._reader import (
     fail as _fail,
 )
@@ -151,6 +157,8 @@ __all__ = [
     "DEFAULT_SCHEDULER_CONFIG",
     "GROUP_NAME_RE",
     "PLACEMENT_RULE_NAMES",
+    "PREEMPTION_DELAY",
+    "PREEMPTION_POLICY",
     "PRIORITY_OFFSET",
     "PRIORITY_POLICY",
     "QUEUE_NAME_RE",
@@ -324,7 +332,8 @@ class _Parser:
             NodeSortPolicy(),
         )
         preemption = _mapping(m.get("preemption"), _join(path, "preemption"), _PREEMPTION_KEYS)
-        enabled = _bool(preemption.get("enabled"), _join(path, "preemption.enabled"))
+        enabled_node = preemption.get("enabled")  # absent is true (YuniKorn 1.3+)
+        enabled = _is_null(enabled_node) or _bool(enabled_node, _join(path, "preemption.enabled"))
         state_dump = _str(m.get("statedumpfilepath"), _join(path, "statedumpfilepath"))
         self._attempt(lambda: self._check_max_apps(root, root.name), None)
         return PartitionConfig(
@@ -424,7 +433,7 @@ class _Parser:
             parent=is_root or bool(children) or _bool(m.get("parent"), _join(path, "parent")),
             max_resources=max_resources,
             guaranteed=guaranteed,
-            properties=_str_map(m.get("properties"), _join(path, "properties")),
+            properties=self._properties(m.get("properties"), _join(path, "properties"), where),
             submit_acl=acls["submitacl"],
             admin_acl=acls["adminacl"],
             max_applications=_uint(m.get("maxapplications"), _join(path, "maxapplications")),
@@ -442,13 +451,36 @@ class _Parser:
         res = _mapping(m.get("resources"), res_path, _RESOURCES_KEYS)
         template = ChildTemplate(
             max_applications=_uint(m.get("maxapplications"), _join(path, "maxapplications")),
-            properties=_str_map(m.get("properties"), _join(path, "properties")),
+            properties=self._properties(m.get("properties"), _join(path, "properties"), where),
             max_resources=_resources(res.get("max"), _join(res_path, "max"), where),
             guaranteed=_resources(res.get("guaranteed"), _join(res_path, "guaranteed"), where),
         )
         if template == ChildTemplate():
             return None  # YuniKorn treats an empty template as no template
         return template
+
+    def _properties(self, node: Node | None, path: str, where: str) -> dict[str, str]:
+        """A ``properties`` map; collecting problems, each value ``PROPERTY_READERS`` cannot
+        read is one (the core takes it, logs it and uses the default)."""
+        properties = _str_map(node, path)
+        if self.problems is None or not isinstance(node, MappingNode):
+            return properties
+        for key, (_, value_node) in _pairs(node, path).items():
+            reader = PROPERTY_READERS.get(key)
+            if reader is None:
+                continue
+            try:
+                reader.read(properties[key])
+            except ValueError as exc:
+                self.problems.append(
+                    _fail(
+                        _join(path, key),
+                        value_node,
+                        f"{where}: {key} {properties[key]!r} is not valid ({exc}); "
+                        f"the core logs it and uses {reader.default}",
+                    )
+                )
+        return properties
 
     # ------------------------------------------------------------------------ resources
     def _check_resources(

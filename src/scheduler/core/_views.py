@@ -13,6 +13,7 @@ from functools import partial
 from typing import Any
 
 from scheduler._errors import NotFoundError, SchedulerError
+from scheduler.config._duration import format_duration
 from scheduler.config._parser import (
     ChildTemplate,
     Limit,
@@ -99,6 +100,7 @@ def partition_info(p: Partition) -> dict[str, Any]:
             "type": p.index.policy,
             "resourceWeights": dict(p.index.weights),
         },
+        "preemptionEnabled": p.config.preemption_enabled,
         "totalNodes": len(p.nodes),
         "applications": {"total": sum(states.values()), **states},
         "totalContainers": sum(len(n.allocations) for n in p.nodes.values()),
@@ -122,6 +124,9 @@ def queue_info(p: Partition, queue: Queue) -> dict[str, Any]:
         "runningApps": queue.running_apps,
         "maxRunningApps": queue.max_applications,
         "currentPriority": current_priority(queue),
+        "preemptionEnabled": queue.preemption_policy != "disabled",
+        "isPreemptionFence": queue.preemption_policy == "fence",
+        "preemptionDelay": format_duration(queue.preemption_delay),
         "applications": sorted(queue.applications),
     }
 
@@ -431,8 +436,8 @@ def _partition_conf(p: PartitionConfig) -> dict[str, Any]:
         out["placementrules"] = [_rule_conf(r) for r in p.placement_rules]
     if p.limits:
         out["limits"] = [_limit_conf(lim) for lim in p.limits]
-    if p.preemption_enabled:
-        out["preemption"] = {"enabled": True}
+    if not p.preemption_enabled:  # absent is true (YuniKorn 1.3+)
+        out["preemption"] = {"enabled": False}
     policy = p.node_sort_policy
     if policy.type != "fair" or policy.resource_weights:
         out["nodesortpolicy"] = {"type": policy.type}

@@ -145,6 +145,7 @@ def _partition_schema() -> dict[str, Any]:
             "nodeSortingPolicy": _obj(
                 {"type": _STR, "resourceWeights": _map_of({"type": "number"})}
             ),
+            "preemptionEnabled": {**_BOOL, "description": "The partition's preemption.enabled"},
             "totalNodes": _INT,
             "applications": {
                 **_map_of(_INT),
@@ -173,6 +174,12 @@ def _queue_schema() -> dict[str, Any]:
             "runningApps": _INT,
             "maxRunningApps": _INT,
             "currentPriority": _INT,
+            "preemptionEnabled": {**_BOOL, "description": "preemption.policy is not disabled"},
+            "isPreemptionFence": {**_BOOL, "description": "preemption.policy is fence"},
+            "preemptionDelay": {
+                **_STR,
+                "description": "preemption.delay as a Go duration (30s unless a leaf sets one)",
+            },
             "applications": _STRINGS,
         },
         optional=("children",),

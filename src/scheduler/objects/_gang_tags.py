@@ -6,10 +6,11 @@ pod annotations and labels, parsed once by the RM proxy (``parse_gang``) into th
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
 
 import msgspec
+
+from scheduler.config._duration import parse_duration
 
 __all__ = [
     "DEFAULT_WAITING_TIME",
@@ -17,7 +18,6 @@ __all__ = [
     "GangSpec",
     "GangTagError",
     "has_gang_tags",
-    "parse_duration",
     "parse_gang",
     "spec_conflict",
 ]
@@ -68,45 +68,6 @@ class GangSpec(msgspec.Struct, frozen=True, gc=False):
     @property
     def strict(self) -> bool:
         return self.mode == STRICT
-
-
-_UNITS = {
-    "ns": 1e-9,
-    "us": 1e-6,
-    "µs": 1e-6,  # U+00B5 MICRO SIGN
-    "μs": 1e-6,  # U+03BC GREEK SMALL LETTER MU
-    "ms": 1e-3,
-    "s": 1.0,
-    "m": 60.0,
-    "h": 3600.0,
-}
-_DURATION_PART = re.compile(r"(\d+\.?\d*|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
-
-
-def parse_duration(text: str) -> float:
-    """A Go duration (``600s``, ``1h30m``, ``1.5h``, ``300ms``) in seconds.
-
-    Raises:
-        ValueError: Not a Go duration.
-    """
-    s = text.strip()
-    sign = 1.0
-    if s[:1] in "+-" and s:
-        sign = -1.0 if s[0] == "-" else 1.0
-        s = s[1:]
-    if s == "0":
-        return 0.0
-    if not s:
-        raise ValueError(f"{text!r} is not a duration")
-    total = 0.0
-    pos = 0
-    while pos < len(s):
-        match = _DURATION_PART.match(s, pos)
-        if match is None:
-            raise ValueError(f"{text!r} is not a duration (like 600s or 1h30m)")
-        total += float(match.group(1)) * _UNITS[match.group(2)]
-        pos = match.end()
-    return sign * total
 
 
 def _first(tags: Mapping[str, str], names: tuple[str, ...]) -> tuple[str, str] | None:
@@ -160,7 +121,7 @@ def parse_gang(tags: Mapping[str, str]) -> GangSpec | None:
     raw_wait = tags.get(TAG_WAITING_TIME)
     if raw_wait is not None and raw_wait.strip():
         try:
-            waiting = parse_duration(raw_wait)
+            waiting = parse_duration(raw_wait.strip())
         except ValueError as exc:
             raise GangTagError(f"tag {TAG_WAITING_TIME}: {exc}") from None
         if waiting <= 0:

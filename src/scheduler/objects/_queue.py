@@ -1,4 +1,5 @@
-"""The queue hierarchy: quotas, usage and the order children and applications are tried in."""
+"""The queue hierarchy: quotas, usage, the order children and applications are tried in,
+and what each queue's properties say about preemption."""
 
 from __future__ import annotations
 
@@ -11,7 +12,13 @@ from typing import TYPE_CHECKING, Any, Final
 from loguru import logger
 from sortedcontainers import SortedDict
 
-from scheduler.config._parser import APPLICATION_SORT_POLICY
+from scheduler.config._parser import APPLICATION_SORT_POLICY, PREEMPTION_DELAY, PREEMPTION_POLICY
+from scheduler.config._properties import (
+    DEFAULT_PREEMPTION_DELAY,
+    PROPERTY_READERS,
+    preemption_delay,
+    preemption_policy,
+)
 from scheduler.objects._application import AppState
 from scheduler.objects._pending import Shapes
 from scheduler.objects._priority import (
@@ -80,6 +87,10 @@ class Queue:
         self.preemption_policy = "default"
         self.preemption_delay = 30.0
         self.priority_settings = PrioritySettings()
+        # YuniKorn 1.3+'s preemption.policy ("default", "fence" or "disabled") and
+        # preemption.delay in seconds: set by ``configure`` (``_read_preemption``).
+        self.preemption_policy = "default"
+        self.preemption_delay = DEFAULT_PREEMPTION_DELAY
         # Plain submission order: fifo, and no priority in play (the scheduling fast path).
         self.fifo_order = True
         # How this parent orders its children (see ``refresh_order``).
@@ -157,11 +168,15 @@ class Queue:
     ) -> None:
         self.max_resources = dict(max_resources)
         self.guaranteed = dict(guaranteed)
+        preemption_before = _preemption_entries(self.properties)
         self.properties = dict(properties)
         self.submit_acl = submit_acl
         self.admin_acl = admin_acl
         self.max_applications = max_applications
         self.sort_policy = self._read_sort_policy()
+        _warn_unreadable(self)
+        below = _preemption_entries(self.properties) != preemption_before
+        _read_preemption(self, with_descendants=below)
         old_settings, self.priority_settings = self.priority_settings, settings_of(self)
         if self.priority_settings.offset:
             activate_priorities(self.root)
@@ -535,6 +550,70 @@ class Queue:
 
     def __repr__(self) -> str:
         return f"<Queue {self.path} apps={len(self.applications)} allocated={self.allocated}>"
+
+
+def _warn_unreadable(queue: Queue) -> None:
+    """Log each value of the queue's own properties that the core cannot read."""
+    for key, value in queue.properties.items():
+        reader = PROPERTY_READERS.get(key)
+        if reader is None:
+            continue
+        try:
+            reader.read(value)
+        except ValueError as exc:
+            logger.warning(
+                "queue {}: {} {!r} is not valid ({}), using {}",
+                queue.path,
+                key,
+                value,
+                exc,
+                reader.default,
+            )
+
+
+def _preemption_entries(properties: Mapping[str, str]) -> tuple[str | None, str | None]:
+    return properties.get(PREEMPTION_POLICY), properties.get(PREEMPTION_DELAY)
+
+
+def _read_preemption(queue: Queue, *, with_descendants: bool) -> None:
+    """Set ``preemption_policy`` and ``preemption_delay`` of ``queue`` (and, when its own
+    entries changed, of every queue below it: they inherit them), parents first."""
+    stack = [queue]
+    while stack:
+        q = stack.pop()
+        q.preemption_policy = _preemption_policy(q)
+        q.preemption_delay = _preemption_delay(q)
+        if with_descendants:
+            stack.extend(q.children.values())
+
+
+def _preemption_policy(queue: Queue) -> str:
+    """The queue's own ``preemption.policy`` wins; without one, the parent's counts only if
+    it is ``disabled`` (YuniKorn's ``mergeProperties`` and ``filterParentProperty``)."""
+    own = queue.properties.get(PREEMPTION_POLICY)
+    if own is None:
+        parent = queue.parent
+        inherited = parent is not None and parent.preemption_policy == "disabled"
+        return "disabled" if inherited else "default"
+    try:
+        return preemption_policy(own)
+    except ValueError:
+        return "default"
+
+
+def _preemption_delay(queue: Queue) -> float:
+    """The nearest ``preemption.delay`` up the chain, read on a leaf only (YuniKorn's
+    ``UpdateQueueProperties``; a parent keeps the default)."""
+    if not queue.leaf:
+        return DEFAULT_PREEMPTION_DELAY
+    for q in queue.chain:
+        text = q.properties.get(PREEMPTION_DELAY)
+        if text is not None:
+            try:
+                return preemption_delay(text)
+            except ValueError:
+                return DEFAULT_PREEMPTION_DELAY
+    return DEFAULT_PREEMPTION_DELAY
 
 
 def _queue_order(queue: Queue) -> OrderKey:

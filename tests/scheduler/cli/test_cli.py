@@ -200,6 +200,34 @@ def test_check_config_lists_every_problem_of_one_partition(
     assert lines[-1].startswith(f"4 problems in {path}")
 
 
+def test_check_config_reports_a_preemption_property_the_core_would_default(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "queues.yaml"
+    path.write_text(GOOD.replace("          - name: service\n", PREEMPTION))
+    assert main(["check-config", str(path)]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith(f"{path}:12:34: ")
+    assert lines[0].endswith(
+        "partition 'default', queue 'root.service': preemption.policy 'always' is not valid "
+        "(expected default, fence or disabled); the core logs it and uses default"
+    )
+    assert lines[1].startswith(f"{path}:13:33: ")
+    assert lines[1].endswith(
+        "preemption.delay '1 minute' is not valid (unknown unit ' minute' "
+        "in duration '1 minute'); the core logs it and uses 30s"
+    )
+    assert lines[2].startswith(f"2 problems in {path}")
+
+
+PREEMPTION = """\
+          - name: service
+            properties:
+              preemption.policy: always
+              preemption.delay: 1 minute
+"""
+
+
 def test_check_config_places_a_yaml_syntax_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -159,6 +159,8 @@ def test_quantity_and_config_errors_are_scheduler_errors() -> None:
 # ============================================================================ default
 @pytest.mark.parametrize("text", ["", "   \n\t\n"])
 def test_empty_text_is_yunikorn_default_with_provided_first(text: str) -> None:
+    """YuniKorn's ``configs.DefaultSchedulerConfig``; it sets no ``preemption``, which
+    YuniKorn 1.3+ reads as enabled (``PartitionContext.updatePreemption``)."""
     config = parse_config(text)
     assert len(config.partitions) == 1
     partition = config.partitions[0]
@@ -169,10 +171,30 @@ def test_empty_text_is_yunikorn_default_with_provided_first(text: str) -> None:
         PlacementRule(name="tag", value="namespace", create=True),
     )
     assert partition.node_sort_policy.type == "fair"
-    assert not partition.preemption_enabled
+    assert partition.preemption_enabled
     expected = hashlib.sha256(DEFAULT_SCHEDULER_CONFIG.encode()).hexdigest().upper()
     assert config.checksum == expected
     assert parse_config(DEFAULT_SCHEDULER_CONFIG) == config
+
+
+@pytest.mark.parametrize(
+    ("preemption", "enabled"),
+    [
+        ("", True),
+        ("    preemption: {}\n", True),
+        ("    preemption:\n", True),
+        ("    preemption: {enabled: }\n", True),
+        ("    preemption: {enabled: true}\n", True),
+        ("    preemption: {enabled: false}\n", False),
+    ],
+)
+def test_preemption_is_enabled_unless_the_partition_says_false(
+    preemption: str, enabled: bool
+) -> None:
+    """YuniKorn 1.3+ (``PartitionContext.updatePreemption``, partition.go):
+    ``preemptionEnabled = conf.Preemption.Enabled == nil || *conf.Preemption.Enabled``."""
+    (partition,) = parse_config(_queues("- name: root\n") + preemption).partitions
+    assert partition.preemption_enabled is enabled
 
 
 # ============================================================================ a full config
@@ -268,6 +290,7 @@ def test_realistic_config() -> None:
     assert default.node_sort_policy.type == "binpacking"
     assert default.node_sort_policy.resource_weights == {"vcore": 4.0, "memory": 1.0}
     assert default.preemption_enabled
+    assert config.partitions[1].preemption_enabled  # says nothing: enabled
     assert default.state_dump_file_path == "/tmp/ignored"
     assert [(limit.users, limit.max_applications) for limit in default.limits] == [(("*",), 10)]
 

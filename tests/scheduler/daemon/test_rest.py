@@ -241,6 +241,7 @@ async def test_partitions(busy: Scenario, client: httpx.AsyncClient) -> None:
         "Completed": 1,
     }
     assert part["totalContainers"] == 6
+    assert part["preemptionEnabled"] is True  # the configuration says nothing: enabled
 
 
 # ============================================================================ queues
@@ -255,6 +256,11 @@ async def test_queue_tree_and_one_queue(busy: Scenario, client: httpx.AsyncClien
     assert a["guaranteedResource"] == {"memory": 50, "vcore": 5_000}
     assert a["applications"] == ["app-1"]
     assert a["isLeaf"] is True and a["parent"] == "root"
+    assert (a["preemptionEnabled"], a["isPreemptionFence"], a["preemptionDelay"]) == (
+        True,
+        False,
+        "30s",
+    )
     b = await get(client, f"{P}/queue/root.b", "QueueInfo")
     assert "children" not in b  # YuniKorn: children only with ?subtree
     b = await get(client, f"{P}/queue/root.b?subtree", "QueueInfo")
@@ -415,6 +421,46 @@ async def test_config_as_yaml_and_json(busy: Scenario, client: httpx.AsyncClient
     }
     as_json = await get(client, "/ws/v1/config", "Config", headers={"Accept": "application/json"})
     assert as_json == doc
+
+
+@pytest.mark.asyncio
+async def test_preemption_settings_show_in_the_partition_and_queue_views(
+    s: Scenario, client: httpx.AsyncClient
+) -> None:
+    partition = "partitions:\n  - name: default\n"
+    off = QUEUES.replace(partition, partition + "    preemption: {enabled: false}\n")
+    off = off.replace(
+        "          - name: b\n",
+        "          - name: b\n            properties:\n"
+        "              preemption.policy: DISABLED\n              preemption.delay: 90s\n",
+    )
+    await s.core.update_configuration(si.UpdateConfigurationRequest(rm_id=s.rm_id, config=off))
+    (part,) = await get(client, "/ws/v1/partitions", many("PartitionInfo"))
+    assert part["preemptionEnabled"] is False
+    b = await get(client, f"{P}/queue/root.b", "QueueInfo")
+    c = await get(client, f"{P}/queue/root.b.c", "QueueInfo")
+    assert (b["preemptionEnabled"], b["isPreemptionFence"], b["preemptionDelay"]) == (
+        False,
+        False,
+        "30s",  # a parent's delay is its leaves'
+    )
+    assert (c["preemptionEnabled"], c["preemptionDelay"]) == (False, "1m30s")
+    assert b["properties"] == {"preemption.policy": "DISABLED", "preemption.delay": "90s"}
+
+
+@pytest.mark.asyncio
+async def test_config_writes_preemption_only_when_disabled(
+    s: Scenario, client: httpx.AsyncClient
+) -> None:
+    doc = yaml.safe_load((await client.get("/ws/v1/config")).text)
+    assert "preemption" not in doc["partitions"][0]  # enabled: the default
+    partition = "partitions:\n  - name: default\n"
+    off = QUEUES.replace(partition, partition + "    preemption: {enabled: false}\n")
+    await s.core.update_configuration(si.UpdateConfigurationRequest(rm_id=s.rm_id, config=off))
+    r = await client.get("/ws/v1/config")
+    assert yaml.safe_load(r.text)["partitions"][0]["preemption"] == {"enabled": False}
+    (partition_config,) = parse_config(r.text).partitions  # loads again, still disabled
+    assert partition_config.preemption_enabled is False
 
 
 @pytest.mark.asyncio
