@@ -83,9 +83,6 @@ class Queue:
         # maxapplications caps it.
         self.running_apps = 0
         self.sort_policy = "fifo"
-        # ``preemption.policy`` (default, fence, disabled) and ``preemption.delay``.
-        self.preemption_policy = "default"
-        self.preemption_delay = 30.0
         self.priority_settings = PrioritySettings()
         # YuniKorn 1.3+'s preemption.policy ("default", "fence" or "disabled") and
         # preemption.delay in seconds: set by ``configure`` (``_read_preemption``).
