@@ -27,6 +27,7 @@ from scheduler import si
 from scheduler.core._walk import SCHEDULABLE_STATES
 from scheduler.objects._application import AppState
 from scheduler.objects._handshake import Preemption
+from scheduler.objects._pending import Group, order
 from scheduler.policies._placement import show
 from scheduler.policies._preemption import Plan, Planner
 
@@ -50,6 +51,12 @@ PREEMPTED: Final = si.TerminationType.PREEMPTED_BY_SCHEDULER
 MAX_STARTED: Final = 256
 MAX_FAILED: Final = 16
 
+_Key = tuple[int, "Size | None", int]  # a leaf (its id), a shape, a priority
+
+
+def _first_order(group: Group) -> tuple[float, str, int]:
+    return order(group.first())
+
 
 class PreemptionRound:
     """The preemptions a partition starts after a pass (see the module docstring)."""
@@ -61,7 +68,7 @@ class PreemptionRound:
         self.due: float | None = None
         # Per leaf, the (shape, priority) of asks that found no victims, and until when
         # they are not looked at again.
-        self._failed: dict[tuple[int, Size, int], float] = {}
+        self._failed: dict[_Key, float] = {}
 
     def wanted(self) -> bool:
         """Whether a round may start anything: asks bound to a node wait, or preemption
@@ -99,31 +106,26 @@ class PreemptionRound:
             return
         failed = 0
         for leaf in self._starved(p.root, planner):
-            for app, ask in self._asks(leaf, now):
-                key = (id(leaf), ask.size, ask.priority)
-                until = self._failed.get(key)
-                if until is not None:
-                    if until > now:
-                        self._due(until)
-                        continue
-                    del self._failed[key]
-                plan = planner.plan(app, ask, leaf)
-                if plan is None:
-                    retry = now + p.timeouts.preempt_retry
-                    self._failed[key] = retry
-                    self._due(retry)
-                    failed += 1
-                    if failed >= MAX_FAILED:
+            for app, group in self._groups(leaf):
+                key = (id(leaf), group.size, group.priority)
+                for ask in self._asks(app, group, leaf, key, now):
+                    plan = planner.plan(app, ask, leaf)
+                    if plan is None:
+                        retry = now + p.timeouts.preempt_retry
+                        self._failed[key] = retry  # the rest of the group waits too
+                        self._due(retry)
+                        failed += 1
+                        if failed >= MAX_FAILED:
+                            return
+                        break
+                    found += 1
+                    if start:
+                        self.start(plan)
+                    planner.changed()
+                    yield plan
+                    if found >= limit:
+                        p.schedule_pending = True  # more may follow: another round after
                         return
-                    continue
-                found += 1
-                if start:
-                    self.start(plan)
-                planner.changed()
-                yield plan
-                if found >= limit:
-                    p.schedule_pending = True  # more may follow: another round after
-                    return
 
     def refused(self, plan: Plan) -> None:
         """The RM's predicates refused ``plan``: its ask does not try again before
@@ -156,13 +158,14 @@ class PreemptionRound:
             else:
                 yield from self._starved(child, planner)
 
-    def _asks(self, leaf: Queue, now: float) -> Iterator[tuple[Application, Ask]]:
-        """The pending asks of ``leaf`` that may preempt now, in scheduling order; an ask
-        still within its delay leaves its due time."""
+    def _groups(self, leaf: Queue) -> Iterator[tuple[Application, Group]]:
+        """The groups of pending asks of ``leaf`` (one shape and priority each) that may
+        hold a preemptor, in scheduling order: applications in the leaf's order, priorities
+        high first, and the groups of one priority by their first ask's age. The asks
+        looked at one by one (permit gang members, real asks of a task group, asks bound
+        to a node) never preempt between queues."""
         p = self.partition
-        delay = leaf.preemption_delay
         ugm = p.ugm
-        preemptions = p.preemptions
         for app in leaf.sorted_applications():
             if app.state not in SCHEDULABLE_STATES:
                 continue
@@ -173,25 +176,47 @@ class PreemptionRound:
             ):
                 continue
             charge = ugm.charge(app) if ugm is not None else None
-            for ask in app.pending_asks.in_order():
-                if (
-                    not ask.allow_preempt_other
-                    or ask.required_node
-                    or ask.gang is not None
-                    or (ask.task_group_name and not ask.placeholder and not ask.no_replace)
-                    or preemptions.of(ask) is not None
-                ):
-                    continue
-                res = ask.resource
-                if (leaf.limited_chain and not leaf.headroom_fits(res)) or (
-                    charge is not None and not charge.fits(res)
-                ):
-                    continue
-                due = max(ask.created + delay, ask.preempt_after)
-                if due > now:
-                    self._due(due)
-                    continue
-                yield app, ask
+            for level in app.pending_asks.levels:
+                groups = [g for size, g in level.items() if size is not None]
+                if len(groups) > 1:
+                    groups.sort(key=_first_order)
+                for group in groups:
+                    res = group.first().resource
+                    if (leaf.limited_chain and not leaf.headroom_fits(res)) or (
+                        charge is not None and not charge.fits(res)
+                    ):
+                        continue
+                    yield app, group
+
+    def _asks(
+        self, app: Application, group: Group, leaf: Queue, key: _Key, now: float
+    ) -> Iterator[Ask]:
+        """The asks of ``group`` that may preempt now, oldest first: none while the group
+        waits to try again; the first one still within the leaf's ``preemption.delay``
+        ends the look (the rest are younger) and leaves its due time."""
+        until = self._failed.get(key)
+        if until is not None:
+            if until > now:
+                self._due(until)
+                return
+            del self._failed[key]
+        delay = leaf.preemption_delay
+        preemptions = self.partition.preemptions
+        for ask in group.values():  # a start changes no group: no copy
+            if not ask.allow_preempt_other or (preemptions and preemptions.of(ask) is not None):
+                continue
+            if app.asks.get(ask.allocation_key) is not ask or ask.pending <= 0:
+                continue  # placed meanwhile
+            due = ask.created + delay
+            if due > now:
+                self._due(due)
+                return
+            if ask.preempt_after > now:
+                self._due(ask.preempt_after)
+                continue
+            yield ask
+            if key in self._failed:
+                return
 
     def _required(self, planner: Planner, app: Application, ask: Ask) -> Plan | None:
         p = self.partition
@@ -256,7 +281,7 @@ class PreemptionRound:
                 group = victim_app.task_groups.get(alloc.task_group_name) if victim_app else None
                 if group is not None:
                     group.free.pop(alloc.uuid, None)  # no real ask may claim it now
-                    group.preempted += 1
+                    group.timedout += 1  # as YuniKorn counts all but a replacement
         rec = Preemption(
             app.application_id,
             ask,

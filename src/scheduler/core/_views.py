@@ -239,7 +239,6 @@ def placeholder_data(app: Application) -> list[dict[str, Any]]:
             "minResource": dict(group.min_resource),
             "replaced": group.replaced,
             "timedout": group.timedout,
-            "preempted": group.preempted,
         }
         for group in app.task_groups.values()
     ]

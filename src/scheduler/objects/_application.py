@@ -98,13 +98,14 @@ def next_state(state: AppState, event: AppEvent) -> AppState:
 class TaskGroup:
     """What became of the placeholders of one task group (YuniKorn's ``PlaceholderData``).
 
-    ``count`` placeholders were asked for; ``replaced``, ``timedout`` and ``preempted``
-    count what became of them, so ``count >= replaced + timedout + preempted``. ``free``
-    holds the allocated placeholders that no real ask has claimed and no release is
-    pending for, oldest first.
+    ``count`` placeholders were asked for; ``replaced`` and ``timedout`` count what became
+    of them (a placeholder preempted counts as timed out, as in YuniKorn's
+    ``removeAllocationInternal``: all but a replacement do), so ``count >= replaced +
+    timedout``. ``free`` holds the allocated placeholders that no real ask has claimed
+    and no release is pending for, oldest first.
     """
 
-    __slots__ = ("count", "free", "min_resource", "name", "preempted", "replaced", "timedout")
+    __slots__ = ("count", "free", "min_resource", "name", "replaced", "timedout")
 
     def __init__(self, name: str, min_resource: Res) -> None:
         self.name = name
@@ -112,7 +113,6 @@ class TaskGroup:
         self.count = 0
         self.replaced = 0
         self.timedout = 0
-        self.preempted = 0
         self.free: dict[str, Allocation] = {}
 
 

@@ -466,7 +466,9 @@ async def test_a_placeholder_being_replaced_is_never_a_victim(d: Driver) -> None
     assert len(victims(d)) == 5
     assert replacing.uuid not in {v.uuid for v in victims(d)}
     data = await ph_data(d, "gang")
-    assert data["preempted"] == 5 and data["replaced"] == 0 and data["timedout"] == 0
+    # A preempted placeholder counts as timed out, as YuniKorn counts every placeholder
+    # that goes without being replaced (removeAllocationInternal).
+    assert data["replaced"] == 0 and data["timedout"] == 5
     # The real asks of the group are not left waiting for placeholders that went.
     await d.asks(
         *(ask(f"real-{i}", "gang", memory=10, vcore=0, task_group_name="tg") for i in range(1, 6))
