@@ -1,5 +1,6 @@
 """A partition's counters for YuniKorn's counter metrics (allocation attempts by state,
-application submissions by result, the scheduling latency histogram), kept in the
+application submissions by result, the scheduling and try-preemption latency
+histograms), kept in the
 partition actor per pass and per outbox flush, never per allocation. ``scheduler.daemon._metrics``
 turns them into Prometheus families; this module needs no Prometheus client, so the core
 does not import one.
@@ -23,20 +24,35 @@ SUBMISSIONS: Final = ("accepted", "rejected")
 
 class SchedulingCounters:
     """A partition's counters since it started: allocation attempts by state, application
-    submissions by result, and how long its scheduling passes took (core's clock)."""
+    submissions by result, and how long its scheduling passes and its preemption rounds
+    took (core's clock)."""
 
-    __slots__ = ("attempts", "latency", "latency_sum", "submissions")
+    __slots__ = (
+        "attempts",
+        "latency",
+        "latency_sum",
+        "preemption_latency",
+        "preemption_latency_sum",
+        "submissions",
+    )
 
     def __init__(self) -> None:
         self.attempts = dict.fromkeys(ATTEMPTS, 0)
         self.submissions = dict.fromkeys(SUBMISSIONS, 0)
         self.latency = [0] * (len(LATENCY_BUCKETS) + 1)  # per bucket, the last is +Inf
         self.latency_sum = 0.0
+        self.preemption_latency = [0] * (len(LATENCY_BUCKETS) + 1)
+        self.preemption_latency_sum = 0.0
 
     def observe_pass(self, seconds: float) -> None:
         """One scheduling pass took ``seconds``."""
         self.latency[bisect_left(LATENCY_BUCKETS, seconds)] += 1
         self.latency_sum += seconds
+
+    def observe_preemption(self, seconds: float) -> None:
+        """One preemption round took ``seconds`` (YuniKorn's ``trypreemption_latency``)."""
+        self.preemption_latency[bisect_left(LATENCY_BUCKETS, seconds)] += 1
+        self.preemption_latency_sum += seconds
 
     def count_flush(self, entries: Iterable[tuple[str, object]]) -> None:
         """What one flush of the outbox tells the RM, counted by field in one go, so the
@@ -57,4 +73,8 @@ class SchedulingCounters:
             "failedNodes": 0,
             "applicationSubmissions": dict(self.submissions),
             "schedulingLatency": {"buckets": list(self.latency), "sum": self.latency_sum},
+            "tryPreemptionLatency": {
+                "buckets": list(self.preemption_latency),
+                "sum": self.preemption_latency_sum,
+            },
         }

@@ -379,7 +379,9 @@ class PartitionActor(Actor):
                     raise
                 self.counters.observe_pass(p.clock() - start)
                 if not p.schedule_pending and self.preemption.wanted():
+                    start = p.clock()
                     self.preemption.run()  # the pass placed what fits: who may preempt
+                    self.counters.observe_preemption(p.clock() - start)
                     self._arm_preemption_timer()
                 if p.schedule_pending:
                     self.actor_ref.tell(_Continue())
@@ -418,8 +420,10 @@ class PartitionActor(Actor):
     async def _preempt_checked(self) -> None:
         """With an RM that checks predicates: each preemption is put to its
         ``preemption_predicates`` first, one at a time, and started only if it accepts
-        (the plan is checked again when it starts: anything may have changed meanwhile)."""
+        (the plan is checked again when it starts: anything may have changed meanwhile).
+        The round's latency includes the RM's answers, as YuniKorn's tryPreemption does."""
         p, rounds = self.partition, self.preemption
+        start = p.clock()
         for _ in range(MAX_STARTED):
             plans = rounds.plans(1)
             if not plans:
@@ -445,6 +449,7 @@ class PartitionActor(Actor):
                 rounds.start(plan)
             else:
                 rounds.refused(plan)
+        self.counters.observe_preemption(p.clock() - start)
         self._arm_preemption_timer()
         self._flush()
 

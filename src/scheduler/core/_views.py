@@ -10,8 +10,9 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable
 from functools import partial
-from typing import Any
+from typing import Any, Final
 
+from scheduler import si
 from scheduler._errors import NotFoundError, SchedulerError
 from scheduler.config._duration import format_duration
 from scheduler.config._parser import (
@@ -26,6 +27,7 @@ from scheduler.core._partition import Partition
 from scheduler.gangs._permit import Gang, PermitGangs
 from scheduler.objects._application import Application
 from scheduler.objects._asks import Allocation, Ask
+from scheduler.objects._handshake import Preemption
 from scheduler.objects._nodes import Node
 from scheduler.objects._priority import current_priority
 from scheduler.objects._queue import Queue
@@ -39,9 +41,13 @@ __all__ = [
     "group_usage",
     "node_info",
     "partition_info",
+    "preemptions_info",
     "queue_info",
     "user_usage",
 ]
+
+
+_PREEMPTED: Final = si.TerminationType.PREEMPTED_BY_SCHEDULER
 
 
 def _duration_ns(seconds: float) -> int:
@@ -82,6 +88,8 @@ def answer(p: Partition, kind: str, key: str) -> Any:
         return nodes_info(p)
     if kind == "applications":
         return applications_part(p)
+    if kind == "preemptions":
+        return preemptions_info(p)
     raise SchedulerError(f"unknown query {kind!r}")
 
 
@@ -115,6 +123,8 @@ def queue_info(p: Partition, queue: Queue) -> dict[str, Any]:
         "maxResource": dict(queue.max_resources),
         "guaranteedResource": dict(queue.guaranteed),
         "allocatedResource": dict(queue.allocated),
+        # YuniKorn's preemptingResource: its victims (and its children's) on their way out.
+        "preemptingResource": dict(p.preemptions.leaving.get(queue, {})),
         "pendingResource": dict(queue.pending),
         "isLeaf": queue.leaf,
         "isManaged": not queue.dynamic,
@@ -145,6 +155,8 @@ def _ask_info(app: Application, ask: Ask, wall: Wall) -> dict[str, Any]:
         "partition": app.partition,
         "placeholder": ask.placeholder,
         "taskGroupName": ask.task_group_name,
+        "triggeredPreemption": ask.triggered_preemption,
+        "originator": ask.originator,
     }
 
 
@@ -163,6 +175,8 @@ def allocation_info(alloc: Allocation, wall: Wall) -> dict[str, Any]:
         "partition": alloc.partition,
         "placeholder": alloc.placeholder,
         "taskGroupName": alloc.task_group_name,
+        "preempted": alloc.release_pending is _PREEMPTED,
+        "originator": alloc.originator,
         "releasePending": alloc.release_pending.name if alloc.release_pending else "",
         "tentative": alloc.tentative,
     }
@@ -295,6 +309,7 @@ def dump(p: Partition, detail: bool = True) -> dict[str, Any]:
         "nodes": [node_info(n, p.wall, detail) for n in p.nodes.values()],
         "userUsage": user_usage(p),
         "groupUsage": group_usage(p),
+        "preemptions": preemptions_info(p),
     }
 
 
@@ -313,6 +328,49 @@ def applications_part(p: Partition, detail: bool = True) -> dict[str, Any]:
         ],
         "terminatedApplications": [
             application_info(a, p.permits, p.wall, detail) for a in p.terminated.values()
+        ],
+    }
+
+
+# ========================================================================== preemptions
+# Not in YuniKorn's REST API: the preemptions in flight (each preemptor waiting for the RM to
+# confirm its victims) and the partition's totals. It costs per victim in flight, never per
+# allocation of the partition, so the metrics' summary dump has it whole.
+def preemptions_info(p: Partition) -> dict[str, Any]:
+    """The partition's preemptions in flight, oldest first, and its totals since it started."""
+    pre = p.preemptions
+    counts = pre.counts
+    return {
+        "inFlight": [_preemption_info(rec, p.wall) for rec in pre.by_ask.values()],
+        "totals": {
+            "started": counts["started"],
+            "requiredNode": counts["required_node"],
+            "confirmed": pre.confirmed_preemptions(),
+            "timedOut": counts["timeout"],
+            "cancelled": counts["cancelled"],
+            "victims": counts["victims"],
+            "victimsConfirmed": counts["confirmed"],
+        },
+    }
+
+
+def _preemption_info(rec: Preemption, wall: Wall) -> dict[str, Any]:
+    return {
+        "applicationID": rec.application_id,
+        "allocationKey": rec.ask.allocation_key,
+        "queueName": rec.chain[0].path,
+        "nodeID": rec.node.node_id,
+        "requiredNode": rec.required_node,
+        "startTime": wall(rec.started),
+        "victimsTotal": rec.total,
+        "victims": [
+            {
+                "uuid": uuid,
+                "allocationKey": alloc.allocation_key,
+                "applicationId": alloc.application_id,
+                "queueName": rec.chains[uuid][0].path,
+            }
+            for uuid, alloc in rec.victims.items()
         ],
     }
 

@@ -36,8 +36,11 @@ __all__ = [
 # YuniKorn v1.2's names (pkg/metrics): namespace ``yunikorn``; scheduler metrics under the
 # subsystem ``scheduler``; each queue's metrics under its path as the subsystem
 # (``yunikorn_root_default_queue_app``). Most are gauges of the state at the scrape; the
-# counters of allocation attempts and submissions and the latency histogram come from each
+# counters of allocation attempts and submissions and the latency histograms come from each
 # partition's ``SchedulingCounters``, counted per pass and per flush, never per allocation.
+# YuniKorn v1.8 counts nothing of preemption but the try-preemption latency and the queues'
+# ``preempting`` resource; the ``yunikorn_scheduler_preemption_*`` families are ours, read
+# from each partition's ``preemptions`` (its totals, and those in flight).
 
 _USAGE_BUCKETS: Final = (
     "[0,10%]",
@@ -97,7 +100,7 @@ def _scheduler_metrics(dump: Dump) -> list[Metric]:
     all_nodes = [n for _k, n in each_node(dump)]
     nodes.add_metric(["active"], len(all_nodes))
     nodes.add_metric(["draining"], sum(not n["schedulable"] for n in all_nodes))
-    return [apps, nodes, *_node_usage(all_nodes), *_counters(dump)]
+    return [apps, nodes, *_node_usage(all_nodes), *_counters(dump), *_preemptions(dump)]
 
 
 def _counters(dump: Dump) -> list[Metric]:
@@ -105,6 +108,7 @@ def _counters(dump: Dump) -> list[Metric]:
     attempts = dict.fromkeys(ATTEMPTS, 0)
     submissions = dict.fromkeys(SUBMISSIONS, 0)
     latency, latency_sum = [0] * (len(LATENCY_BUCKETS) + 1), 0.0
+    preemption, preemption_sum = [0] * (len(LATENCY_BUCKETS) + 1), 0.0
     for part in dump["partitions"]:
         info = part.get("schedulerMetrics")
         if info is None:
@@ -119,6 +123,10 @@ def _counters(dump: Dump) -> list[Metric]:
             a + b for a, b in zip(latency, info["schedulingLatency"]["buckets"], strict=True)
         ]
         latency_sum += info["schedulingLatency"]["sum"]
+        preemption = [
+            a + b for a, b in zip(preemption, info["tryPreemptionLatency"]["buckets"], strict=True)
+        ]
+        preemption_sum += info["tryPreemptionLatency"]["sum"]
     allocation = CounterMetricFamily(
         "yunikorn_scheduler_container_allocation_attempt",
         "Attempts to allocate containers, by state: allocated, rejected, error, released.",
@@ -133,17 +141,80 @@ def _counters(dump: Dump) -> list[Metric]:
     )
     for name, n in submissions.items():
         submission.add_metric([name], n)
-    cumulative, buckets = 0, []
-    for bound, n in zip((*map(str, LATENCY_BUCKETS), "+Inf"), latency, strict=True):
-        cumulative += n
-        buckets.append((bound, cumulative))
-    histogram = HistogramMetricFamily(
+    histogram = _histogram(
         "yunikorn_scheduler_scheduling_latency_milliseconds",
         "Latency of a scheduling pass, in seconds (YuniKorn's name), on the core's clock.",
-        buckets=buckets,
-        sum_value=latency_sum,
+        latency,
+        latency_sum,
     )
-    return [allocation, submission, histogram]
+    try_preemption = _histogram(
+        "yunikorn_scheduler_trypreemption_latency_milliseconds",
+        "Latency of a preemption round after a pass, in seconds (YuniKorn's name), on the "
+        "core's clock.",
+        preemption,
+        preemption_sum,
+    )
+    return [allocation, submission, histogram, try_preemption]
+
+
+def _histogram(name: str, doc: str, counts: list[int], total: float) -> HistogramMetricFamily:
+    """A histogram of ``LATENCY_BUCKETS`` from the count in each bucket (the last: +Inf)."""
+    cumulative, buckets = 0, []
+    for bound, n in zip((*map(str, LATENCY_BUCKETS), "+Inf"), counts, strict=True):
+        cumulative += n
+        buckets.append((bound, cumulative))
+    return HistogramMetricFamily(name, doc, buckets=buckets, sum_value=total)
+
+
+# (family, help, label, ((label value, key of the partition's preemption totals), ...))
+_PREEMPTION_COUNTERS: Final = (
+    (
+        "yunikorn_scheduler_preemption_started",
+        "Preemptions started (victims released to the RM for an ask), by type: queue (a "
+        "queue below its guarantee), required_node (an ask bound to its node).",
+        "type",
+        (("queue", "queue"), ("required_node", "requiredNode")),
+    ),
+    (
+        "yunikorn_scheduler_preemption_ended",
+        "Preemptions whose ask stopped waiting for its victims, by result: confirmed (every "
+        "victim confirmed by the RM), timeout, cancelled (the ask or its node went).",
+        "result",
+        (("confirmed", "confirmed"), ("timeout", "timedOut"), ("cancelled", "cancelled")),
+    ),
+    (
+        "yunikorn_scheduler_preemption_victims",
+        "Victims of preemption, by state: released (to the RM, with PREEMPTED_BY_SCHEDULER), "
+        "confirmed (the RM released them).",
+        "state",
+        (("released", "victims"), ("confirmed", "victimsConfirmed")),
+    ),
+)
+
+
+def _preemptions(dump: Dump) -> list[Metric]:
+    """The preemption counters and the preemptions in flight, added up over the partitions."""
+    totals: Counter[str] = Counter()
+    in_flight = 0
+    for part in dump["partitions"]:
+        info = part.get("preemptions")
+        if info is None:
+            continue
+        totals.update(info["totals"])
+        in_flight += len(info["inFlight"])
+    totals["queue"] = totals["started"] - totals["requiredNode"]
+    families: list[Metric] = []
+    for name, doc, label, values in _PREEMPTION_COUNTERS:
+        family = CounterMetricFamily(name, doc, labels=[label])
+        for value, key in values:
+            family.add_metric([value], totals[key])
+        families.append(family)
+    gauge = GaugeMetricFamily(
+        "yunikorn_scheduler_preemption_in_flight",
+        "Preemptions whose ask waits for the RM to confirm its victims.",
+    )
+    gauge.add_metric([], in_flight)
+    return [*families, gauge]
 
 
 def _node_usage(nodes: list[Dump]) -> list[Metric]:
@@ -171,6 +242,7 @@ _QUEUE_RESOURCES: Final = (
     ("max", "maxResource"),
     ("allocated", "allocatedResource"),
     ("pending", "pendingResource"),
+    ("preempting", "preemptingResource"),
 )
 
 
@@ -193,7 +265,7 @@ def _queue_metrics(dump: Dump) -> list[Metric]:
                 counts[(app["applicationState"].lower(), pname)] += 1
     families: list[Metric] = []
     for name, values in resources.items():
-        doc = "Queue resource metrics, by state (guaranteed, max, allocated, pending)."
+        doc = "Queue resource metrics, by state (guaranteed, max, allocated, pending, preempting)."
         families.append(_gauge(name, doc, ["state", "resource", "partition"], values))
     for name, counts in apps.items():
         doc = "Queue application metrics, by application state."

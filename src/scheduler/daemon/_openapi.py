@@ -63,6 +63,7 @@ def _schemas() -> dict[str, Any]:
         "ApplicationInfo": _application_schema(),
         "PermitGang": _gang_schema(),
         "NodeInfo": _node_schema(),
+        "Preemptions": _preemptions_schema(),
         "UsageQueue": _obj(
             {
                 "queuePath": _STR,
@@ -96,6 +97,7 @@ def _schemas() -> dict[str, Any]:
                 "Nodes": _arr(_obj({"partitionName": _STR, "nodesInfo": _arr(_ref("NodeInfo"))})),
                 "Queues": _arr(_ref("QueueInfo")),
                 "Actors": _map_of(_ref("ActorStats")),
+                "Preemptions": _arr(_preemptions_schema(named=True)),
             }
         ),
         "Config": {
@@ -165,6 +167,11 @@ def _queue_schema() -> dict[str, Any]:
             "maxResource": _RES,
             "guaranteedResource": _RES,
             "allocatedResource": _RES,
+            "preemptingResource": {
+                **_RES,
+                "description": "The queue's (and its children's) victims released to the RM "
+                "with PREEMPTED_BY_SCHEDULER and not gone yet",
+            },
             "pendingResource": _RES,
             "isLeaf": _BOOL,
             "isManaged": _BOOL,
@@ -201,6 +208,11 @@ def _ask_schema() -> dict[str, Any]:
             "partition": _STR,
             "placeholder": _BOOL,
             "taskGroupName": _STR,
+            "triggeredPreemption": {
+                **_BOOL,
+                "description": "The ask has preempted allocations to make room for itself",
+            },
+            "originator": _BOOL,
         }
     )
 
@@ -221,6 +233,12 @@ def _allocation_schema() -> dict[str, Any]:
             "partition": _STR,
             "placeholder": _BOOL,
             "taskGroupName": _STR,
+            "preempted": {
+                **_BOOL,
+                "description": "Released to the RM with PREEMPTED_BY_SCHEDULER: a victim on "
+                "its way out",
+            },
+            "originator": _BOOL,
             "releasePending": _STR,
             "tentative": _BOOL,
         }
@@ -253,6 +271,10 @@ def _application_schema() -> dict[str, Any]:
                         "minResource": _RES,
                         "replaced": _INT,
                         "timedout": _INT,
+                        "preempted": {
+                            **_INT,
+                            "description": "Placeholders preempted (not in YuniKorn's dao)",
+                        },
                     }
                 )
             ),
@@ -279,6 +301,40 @@ def _gang_schema() -> dict[str, Any]:
             "timedOut": _BOOL,
         }
     )
+
+
+def _preemptions_schema(*, named: bool = False) -> dict[str, Any]:
+    """The preemptions of a partition; ``named``: with its name (the state dump's)."""
+    victim = _obj({"uuid": _STR, "allocationKey": _STR, "applicationId": _STR, "queueName": _STR})
+    in_flight = _obj(
+        {
+            "applicationID": _STR,
+            "allocationKey": {**_STR, "description": "The preemptor's ask"},
+            "queueName": _STR,
+            "nodeID": {**_STR, "description": "The node held for the ask meanwhile"},
+            "requiredNode": {**_BOOL, "description": "The ask must run on that node"},
+            "startTime": _INT,
+            "victimsTotal": _INT,
+            "victims": {**_arr(victim), "description": "Those the RM has not confirmed yet"},
+        }
+    )
+    totals = _obj(
+        {
+            "started": _INT,
+            "requiredNode": {**_INT, "description": "Of those started, on a required node"},
+            "confirmed": {**_INT, "description": "Ended with every victim confirmed"},
+            "timedOut": {**_INT, "description": "Ended with victims not confirmed in time"},
+            "cancelled": {**_INT, "description": "Ended as the ask or its node went"},
+            "victims": {**_INT, "description": "Released with PREEMPTED_BY_SCHEDULER"},
+            "victimsConfirmed": _INT,
+        }
+    )
+    name = {"partitionName": _STR} if named else {}
+    return {
+        **_obj({**name, "inFlight": _arr(in_flight), "totals": totals}),
+        "description": "Not in YuniKorn's API: the preemptions whose ask waits for the RM to "
+        "confirm its victims, oldest first, and the partition's totals since it started.",
+    }
 
 
 def _node_schema() -> dict[str, Any]:
@@ -390,6 +446,12 @@ _OPERATIONS: Final[dict[str, tuple[str, Any, tuple[str, ...], tuple[int, ...]]]]
     "/ws/v1/partition/{partition}/usage/groups": (
         "What each group runs below each queue, against its limits",
         _arr(_ref("GroupUsage")),
+        (),
+        (404,),
+    ),
+    "/ws/v1/partition/{partition}/preemptions": (
+        "The preemptions in flight and the totals (not in YuniKorn's API)",
+        _ref("Preemptions"),
         (),
         (404,),
     ),

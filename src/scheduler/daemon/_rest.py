@@ -2,7 +2,8 @@
 
 ``make_app(core)`` serves the paths and JSON field names of YuniKorn's web service
 (``pkg/webservice``): partitions, queues, applications, nodes, user and group usage, the
-full state dump, the configuration in force, the health check and Prometheus metrics, plus
+full state dump, the configuration in force, the health check and Prometheus metrics, the
+preemptions in flight (``/ws/v1/partition/{p}/preemptions``, not YuniKorn's), plus
 an OpenAPI document of all of it at ``/ws/v1/openapi.json``. Every answer is built from the
 core's own queries (``Core.get_*``, ``Core.state_dump``), read when the request comes; this
 module reshapes and checks them and keeps no state of its own. ``/`` is a status page, a
@@ -105,6 +106,7 @@ _ROUTES: Final = (
     ("/ws/v1/partition/{partition}/node/{node:path}", "node"),
     ("/ws/v1/partition/{partition}/usage/users", "user_usage"),
     ("/ws/v1/partition/{partition}/usage/groups", "group_usage"),
+    ("/ws/v1/partition/{partition}/preemptions", "preemptions"),
     ("/ws/v1/fullstatedump", "full_state_dump"),
     ("/ws/v1/config", "config"),
     ("/ws/v1/scheduler/healthcheck", "healthcheck"),
@@ -190,6 +192,9 @@ class _Api:
 
     async def group_usage(self, request: Request) -> Response:
         return JSONResponse(await self.core.get_group_usage(request.path_params["partition"]))
+
+    async def preemptions(self, request: Request) -> Response:
+        return JSONResponse(await self._part(request, "preemptions"))
 
     async def full_state_dump(self, request: Request) -> Response:
         return JSONResponse(aggregated_state(await self.core.state_dump()))
@@ -405,7 +410,8 @@ def _pick_config(configs: Mapping[str, Any], rm_id: str | None) -> Any:
 
 def aggregated_state(dump: Dump) -> dict[str, Any]:
     """A state dump in YuniKorn's ``/ws/v1/fullstatedump`` layout (``AggregatedStateInfo``),
-    plus the actors' mailbox counters (``Actors``). YuniKorn's application and container
+    plus the actors' mailbox counters (``Actors``) and each partition's preemptions
+    (``Preemptions``, as ``.../preemptions`` shows them). YuniKorn's application and container
     history, cluster info and log level have no counterpart in the core and are left out.
     """
     parts = dump["partitions"]
@@ -418,6 +424,7 @@ def aggregated_state(dump: Dump) -> dict[str, Any]:
         "Nodes": [{"partitionName": partition_name(p), "nodesInfo": p["nodes"]} for p in parts],
         "Queues": [p["queues"] for p in parts],
         "Actors": dump["actors"],
+        "Preemptions": [{"partitionName": partition_name(p), **p["preemptions"]} for p in parts],
     }
 
 

@@ -53,6 +53,13 @@ class Preemptions:
         rec = self.by_ask.get(id(ask))
         return rec if rec is not None and rec.ask is ask else None
 
+    def confirmed_preemptions(self) -> int:
+        """The preemptions that ended with every victim confirmed (read only): each one
+        started is still open, or was closed once, as ``"confirmed"``, ``"timeout"`` or
+        ``"cancelled"``, and only the last two are counted."""
+        counts = self.counts
+        return counts["started"] - len(self.by_ask) - counts["timeout"] - counts["cancelled"]
+
     def effective(self, queue: Queue) -> Res:
         """``queue``'s usage as the next preemption reads it: allocated, less its victims
         on their way out, plus the asks waiting for their victims."""

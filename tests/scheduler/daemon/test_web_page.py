@@ -1,6 +1,7 @@
 """The status page at ``/``, checked in headless Chromium (Debian's package) against a real
 ``scheduler serve``: it loads, draws the queues and applications of a running scenario
-with their gang progress, shows an error when the API does not answer, and a screenshot is
+with their gang progress, the preemptions in flight and their totals, shows an error when
+the API does not answer, and a screenshot is
 kept (``bench/results/web_page.png``, printed by the test). Skipped where no Chromium is
 installed, failed instead with ``$SCHEDULER_REQUIRE_CHROMIUM`` set (``.ci/run`` installs
 it and sets that)."""
@@ -22,6 +23,7 @@ from pathlib import Path
 import pytest
 
 import scheduler
+from scheduler import si
 from scheduler.testing import Scenario, gang_tags
 
 from .test_daemon import Daemon, remote_scenario
@@ -218,6 +220,67 @@ async def test_the_page_shows_a_running_scenario(daemon: Daemon, tmp_path: Path)
         SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(shot, SCREENSHOT)
         print(f"\nscreenshot of the status page: {SCREENSHOT} ({time.monotonic() - started:.1f}s)")
+
+
+PREEMPTION_QUEUES = """
+partitions:
+  - name: default
+    queues:
+      - name: root
+        submitacl: "*"
+        queues:
+          - name: apps
+          - name: system
+"""
+REQUIRED = si.DOMAIN_YUNIKORN + si.KEY_REQUIRED_NODE
+PREEMPTED = si.TerminationType.PREEMPTED_BY_SCHEDULER
+
+
+async def preempting_cluster(s: Scenario) -> None:
+    """Two full nodes; a daemon's ask preempted its way onto node-1 (confirmed), and
+    another's waits on node-2 for the second of its two victims."""
+    await s.register(PREEMPTION_QUEUES)
+    await s.add_nodes("node-1", "node-2", memory=8 * GI, vcore=8000)
+    await s.submit("web", queue="root.apps", user="alice")
+    await s.ask("web", "pod", count=8, memory=2 * GI, vcore=1000)
+    for app_id in ("agent-a", "agent-b"):
+        await s.submit(app_id, queue="root.system", user="root")
+    for app_id, node_id, gib in (("agent-a", "node-1", 2), ("agent-b", "node-2", 4)):
+        ask = si.AllocationAsk(
+            allocation_key=f"{app_id}-0",
+            application_id=app_id,
+            partition_name=s.partition,
+            resource_ask=si.Resource.of(memory=gib * GI, vcore=1000),
+            tags={REQUIRED: node_id},
+        )
+        await s.send_asks(ask)
+    first, second, third = s.released(PREEMPTED)
+    held = {a.uuid: a for a in s.rm.allocations}
+    await s.release(held[first.uuid], held[second.uuid], termination=PREEMPTED)
+    assert [a.node_id for a in s.allocations("agent-a")] == ["node-1"]
+    assert s.allocations("agent-b") == []  # node-2 waits for its second victim
+    assert held[third.uuid].node_id == "node-2"
+
+
+async def test_the_page_shows_the_preemptions_in_flight(daemon: Daemon, tmp_path: Path) -> None:
+    async with remote_scenario(daemon.address) as s:
+        await preempting_cluster(s)
+        # Timeouts.preemption (60 s) ends the wait: the page must show it before then.
+        dom = await rendered(
+            tmp_path, daemon.http + "/", 'data-state="ready"', 'data-preemption="agent-b/agent-b-0"'
+        )
+        flight = row(dom, "preemption", "agent-b/agent-b-0")
+        assert "root.system" in flight and "node-2" in flight and "required node" in flight
+        assert "1 of 2" in flight and "web / pod" in flight, flight
+        assert "s ago" in flight
+        assert 'data-preemption="agent-a/agent-a-0"' not in dom  # confirmed: no longer waits
+        totals = re.search(r'<div class="card" id="preemption-totals">.*?</div></div>', dom, re.S)
+        assert totals is not None, dom[:3000]
+        text = re.sub(r"<[^>]+>", " ", totals.group(0))
+        assert "preemptions in flight" in text and " 1 " in text, text
+        assert "2 started (2 for a required node)" in text and "1 confirmed," in text, text
+        assert "3 victims, 2 confirmed by the RM" in text, text
+        assert "1 preempted" in row(dom, "app", "web")
 
 
 @pytest.fixture
