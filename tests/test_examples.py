@@ -46,8 +46,7 @@ EXPECTED: dict[str, list[str]] = {
         "allocated real worker-",
         "applicationState: Running",
         "placeholderData: {'taskGroupName': 'workers', 'count': 3, "
-        "'minResource': {'memory': 2147483648, 'vcore': 1000}, 'replaced': 3, 'timedout': 0, "
-        "'preempted': 0}",
+        "'minResource': {'memory': 2147483648, 'vcore': 1000}, 'replaced': 3, 'timedout': 0}",
     ],
     "permit_gang.py": [
         "train/driver: placed 1, bound 0",

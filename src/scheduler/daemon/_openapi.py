@@ -271,10 +271,6 @@ def _application_schema() -> dict[str, Any]:
                         "minResource": _RES,
                         "replaced": _INT,
                         "timedout": _INT,
-                        "preempted": {
-                            **_INT,
-                            "description": "Placeholders preempted (not in YuniKorn's dao)",
-                        },
                     }
                 )
             ),

@@ -110,7 +110,6 @@ async def test_placeholders_then_replacement_handshake(scheduler_scenario: Scena
             "minResource": {"memory": 10, "vcore": 1},
             "replaced": 3,
             "timedout": 0,
-            "preempted": 0,
         }
     ]
     assert await s.app_state("gang") == "Running"
@@ -280,7 +279,6 @@ async def test_larger_real_ask_cancels_its_placeholder_and_schedules_normally(
             "minResource": {"memory": 10, "vcore": 1},
             "replaced": 0,
             "timedout": 1,
-            "preempted": 0,
         }
     ]
 

@@ -149,7 +149,6 @@ async def test_soft_timeout_while_placing_resumes_as_normal_app(driver: Driver) 
         "minResource": {"memory": 10, "vcore": 1},
         "replaced": 0,
         "timedout": 3,
-        "preempted": 0,
     }
 
 
