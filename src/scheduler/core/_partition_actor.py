@@ -425,10 +425,9 @@ class PartitionActor(Actor):
         p, rounds = self.partition, self.preemption
         start = p.clock()
         for _ in range(MAX_STARTED):
-            plans = rounds.plans(1)
-            if not plans:
+            plan = rounds.next_plan()
+            if plan is None:
                 break
-            (plan,) = plans
             keys = tuple(alloc.allocation_key for alloc, _ in plan.victims)
             question = CheckPreemptionPredicates(
                 allocation_key=plan.ask.allocation_key,

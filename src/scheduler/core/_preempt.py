@@ -76,10 +76,10 @@ class PreemptionRound:
         p = self.partition
         return bool(p.required_waiting) or (p.config.preemption_enabled and bool(p.root.pending))
 
-    def plans(self, limit: int = MAX_STARTED) -> list[Plan]:
-        """The preemptions to start now, each checked against those before it (as if
-        they were started), in the order asks are scheduled."""
-        return list(self._plans(limit, start=False))
+    def next_plan(self) -> Plan | None:
+        """The first preemption the round would start, without starting it (for an RM
+        that checks predicates: it is put to the RM first)."""
+        return next(self._plans(1, start=False), None)
 
     def run(self) -> int:
         """Start every preemption the round finds; returns how many."""
@@ -94,6 +94,8 @@ class PreemptionRound:
         waiting, p.required_waiting = p.required_waiting, {}
         for app, ask in waiting.values():
             if found >= limit:
+                if start:
+                    p.schedule_pending = True  # the walk finds the rest again
                 break
             plan = self._required(planner, app, ask)
             if plan is not None:
@@ -124,7 +126,8 @@ class PreemptionRound:
                     planner.changed()
                     yield plan
                     if found >= limit:
-                        p.schedule_pending = True  # more may follow: another round after
+                        if start:
+                            p.schedule_pending = True  # more may follow: another round
                         return
 
     def refused(self, plan: Plan) -> None:
