@@ -121,17 +121,21 @@ class Planner:
             got = self._usage[queue] = self.partition.preemptions.effective(queue)
         return got
 
-    def below_guarantee(self, leaf: Queue) -> bool:
-        """Some queue of ``leaf``'s chain uses less of a guaranteed resource than its
-        guarantee: the only leaves whose asks may preempt between queues."""
+    def starvation(self, leaf: Queue) -> float | None:
+        """The lowest share of a guarantee in use along ``leaf``'s chain (below 1.0: some
+        queue of it is below its guarantee, and only then may its asks preempt between
+        queues); None when no queue of the chain has a guarantee."""
+        lowest: float | None = None
         for queue in leaf.chain:
             guaranteed = queue.guaranteed
             if guaranteed:
                 used = self.usage(queue)
                 for name, g in guaranteed.items():
-                    if used.get(name, 0) < g:
-                        return True
-        return False
+                    if g > 0:
+                        share = used.get(name, 0) / g
+                        if lowest is None or share < lowest:
+                            lowest = share
+        return lowest
 
     # ==================================================================== between queues
     def _candidates(self) -> dict[str, list[tuple[Allocation, Queue]]]:
