@@ -146,12 +146,13 @@ class PreemptionRound:
             self.due = when
 
     def _starved(self, queue: Queue, planner: Planner) -> Iterator[Queue]:
-        """The leaves with pending asks below a queue under its guarantee, in order."""
+        """The leaves below a queue with pending asks that may preempt others, under their
+        guarantee, in order."""
         for child in queue.sorted_children():
             if not child.pending:
                 continue
             if child.leaf:
-                if planner.below_guarantee(child):
+                if child.shapes.preempting and planner.below_guarantee(child):
                     yield child
             else:
                 yield from self._starved(child, planner)
@@ -164,8 +165,8 @@ class PreemptionRound:
         ugm = p.ugm
         preemptions = p.preemptions
         for app in leaf.sorted_applications():
-            if app.state not in SCHEDULABLE_STATES:
-                continue
+            if not app.pending_asks.preempting or app.state not in SCHEDULABLE_STATES:
+                continue  # none of its asks may preempt others: no walk of them
             if (
                 leaf.app_limited_chain
                 and app.state is AppState.ACCEPTED
