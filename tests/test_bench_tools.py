@@ -35,6 +35,7 @@ SCRIPTS = [
     "bench_transport.py",
     "bench_backlog.py",
     "bench_outstanding.py",
+    "bench_preemption.py",
 ]
 # The scripts run on the package this test run imports: src/ here, the installed compiled
 # build in ``nox -s tests_compiled``.
@@ -704,3 +705,93 @@ def test_backlog_refuses_an_unknown_case_or_clock() -> None:
     done = run_bench("bench_backlog.py", "--clock", "wall")
     assert done.returncode != 0
     assert "unknown clock wall; known: manual, system" in done.stderr
+
+
+def test_preemption_cases_are_sized_as_the_issue_asks() -> None:
+    preemption = bench_module("bench_preemption")
+    storm = preemption.STORMS["storm-5k"]
+    # 5,000 full nodes; 10,000 asks of 10 are exactly the starved queue's guarantee,
+    # half the cluster
+    assert (storm.nodes, storm.asks) == (5_000, 10_000)
+    assert storm.guarantee * 2 == storm.nodes * preemption.SLOTS * preemption.SLOT
+    assert preemption.STORMS["storm-500"].asks == 1_000
+    assert "preemption.delay: 1s" in preemption.storm_yaml(storm)
+    met, below = preemption.IDLES["idle-met"], preemption.IDLES["idle-below"]
+    assert met.backlog.name == below.backlog.name == "full-100k"
+    on, off = preemption.idle_yaml(met, enabled=True), preemption.idle_yaml(met, enabled=False)
+    assert "preemption: {enabled: false}" in off and "preemption" not in on
+    assert off.replace("    preemption: {enabled: false}\n", "") == on  # nothing else differs
+    # vcore in the configuration is in vcores unless it says m: the guarantees say m
+    assert on.count("m}") == 2
+
+
+def test_preemption_idle_summary_pools_the_repeats_and_pairs_the_batches(
+    common: ModuleType,
+) -> None:
+    preemption = bench_module("bench_preemption")
+
+    def repeat(off: list[float], on: list[float]) -> dict[str, Any]:
+        def side(ms: list[float]) -> dict[str, Any]:
+            return {
+                "latencies_ms": ms,
+                "median_ms": sorted(ms)[len(ms) // 2],
+                "passes_per_batch": 1.0,
+            }
+
+        return {
+            "batches": len(off),
+            "rss_bytes": 2**20,
+            "build": "pure",
+            "load_before": 1.0,
+            "load_after": 1.5,
+            "variants": {"off": side(off), "on": side(on)},
+        }
+
+    idle = preemption.IDLES["idle-met"]
+    summary = preemption.summarize_idle(
+        idle, [repeat([1.0, 2.0, 3.0], [1.1, 2.2, 3.3]), repeat([1.0, 1.0, 4.0], [1.0, 1.0, 4.0])]
+    )
+    assert summary["batches"] == 6
+    assert summary["variants"]["off"]["median_ms"] == pytest.approx(1.5)  # of 1, 1, 1, 2, 3, 4
+    assert summary["variants"]["on"]["median_ms"] == pytest.approx(1.65)  # of 1, 1, 1.1, 2.2, ...
+    assert summary["variants"]["on"]["p99_ms"] == pytest.approx(4.0)
+    assert summary["ratio_median"] == pytest.approx(1.1)
+    assert summary["ratio_paired"] == pytest.approx(1.05)  # of 1.1, 1.1, 1.1, 1, 1, 1
+    assert summary["repeat_ratios"] == pytest.approx([1.1, 1.0])
+
+
+def test_preemption_storm_takes_the_guarantee_and_idle_runs_both_variants(
+    tmp_path: Path,
+) -> None:
+    done, doc = run_script("bench_preemption.py", tmp_path / "out.json")
+    assert done.returncode == 0, done.stderr
+    storms = {r["case"]: r for r in doc["storms"]}
+    assert set(storms) == {"storm-500", "storm-5k"}
+    for res in storms.values():
+        assert res["met"] and res["starved_allocated"] == res["guarantee"]
+        # each ask of 10 takes the place of one allocation of 10, confirmed by the RM
+        assert res["preemptions"] == res["asks"]
+        assert res["greedy_allocated"] == res["guarantee"]
+        assert 0 < res["reached_seconds"] <= res["settled_seconds"]
+        assert res["passes"] > 0 and res["calls_with_preemptions"] > 0
+        assert res["rss_bytes"] >= res["setup_rss_bytes"] > 10 * 2**20
+        assert res["load_before"] is not None and res["build"] in ("pure", "compiled")
+    idle = {r["case"]: r for r in doc["idle"]}
+    assert set(idle) == {"idle-met", "idle-below"}
+    for res in idle.values():
+        assert (res["repeats"], res["batches"]) == (1, 3)
+        (figures,) = res["repeat_figures"]
+        assert figures["order"] == ["off", "on"]
+        for variant in ("off", "on"):
+            v = res["variants"][variant]
+            assert v["max_ms"] >= v["p99_ms"] >= v["median_ms"] > 0
+            assert len(figures["variants"][variant]["latencies_ms"]) == 3
+        assert res["ratio_median"] > 0
+    assert set(doc["targets"]) == {"ratio_median.idle-met"}
+    assert "on/off: median" in done.stdout and "load average" in done.stdout
+
+
+def test_preemption_refuses_an_unknown_case() -> None:
+    done = run_bench("bench_preemption.py", "--cases", "storm-1m")
+    assert done.returncode != 0
+    assert "unknown case storm-1m" in done.stderr

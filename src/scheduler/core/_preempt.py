@@ -155,12 +155,13 @@ class PreemptionRound:
             self.due = when
 
     def _starved(self, planner: Planner) -> list[Queue]:
-        """The leaves with pending asks that some queue of their chain below its guarantee
-        is above, the most starved first (the lowest share of a guarantee used). A read
-        of the partition's queues, not a walk of the tree: cheap when none is starved."""
+        """The leaves with pending asks that may preempt others, that some queue of their
+        chain below its guarantee is above, the most starved first (the lowest share of a
+        guarantee in use). A read of the partition's queues, not a walk of the tree: cheap
+        when none is starved."""
         starved: list[tuple[float, int, Queue]] = []
         for i, queue in enumerate(self.partition.queues.values()):
-            if queue.leaf and queue.pending:
+            if queue.leaf and queue.pending and queue.shapes.preempting:
                 share = planner.starvation(queue)
                 if share is not None and share < 1.0:
                     starved.append((share, i, queue))
@@ -176,8 +177,8 @@ class PreemptionRound:
         p = self.partition
         ugm = p.ugm
         for app in leaf.sorted_applications():
-            if app.state not in SCHEDULABLE_STATES:
-                continue
+            if not app.pending_asks.preempting or app.state not in SCHEDULABLE_STATES:
+                continue  # none of its asks may preempt others: no look at them
             if (
                 leaf.app_limited_chain
                 and app.state is AppState.ACCEPTED

@@ -161,13 +161,15 @@ class Shapes:
     """The shapes of the pending asks of a leaf queue's applications: how many groups of
     each (``None``: the asks walked one by one), and per shape a lower bound of the age of
     its asks (the oldest ask of the shape since it last had none here). The pass reads it
-    to skip the leaf as a whole (``scheduler.core._pass``)."""
+    to skip the leaf as a whole (``scheduler.core._pass``). ``preempting`` counts their
+    asks that allow preempting others: a preemption round passes over a leaf without."""
 
-    __slots__ = ("count", "since")
+    __slots__ = ("count", "preempting", "since")
 
     def __init__(self) -> None:
         self.count: dict[Size | None, int] = {}
         self.since: dict[Size, float] = {}
+        self.preempting = 0
 
     def came(self, size: Size | None, created: float, *, again: bool = False) -> None:
         """An application here has a new group of ``size``, its oldest ask ``created``
@@ -201,9 +203,20 @@ class PendingAsks:
     removing an ask is O(1) (a new priority is the only sort, and priorities are few).
 
     The shapes of the leaf queue the application is in (``shapes_to``) hear when a group
-    comes or goes."""
+    comes or goes. ``preempting`` counts the asks that allow preempting others
+    (``Ask.allow_preempt_other``), here and in those shapes: a preemption round passes
+    over an application, or a leaf, that has none without a walk of its asks."""
 
-    __slots__ = ("_by_gid", "_levels", "_next_gid", "_priorities", "levels", "shapes_to", "single")
+    __slots__ = (
+        "_by_gid",
+        "_levels",
+        "_next_gid",
+        "_priorities",
+        "levels",
+        "preempting",
+        "shapes_to",
+        "single",
+    )
 
     def __init__(self) -> None:
         self._levels: dict[int, Level] = {}
@@ -213,6 +226,7 @@ class PendingAsks:
         self.single: Group | None = None  # the only group, when there is one (the usual case)
         self._next_gid = 1
         self.shapes_to: Shapes | None = None
+        self.preempting = 0  # asks here that allow preempting others
 
     # -- groups --------------------------------------------------------------------
     def _group(self, priority: int, size: Size | None, ask: Ask) -> tuple[Group, bool]:
@@ -257,6 +271,8 @@ class PendingAsks:
         if group is None:
             group, new_priority = self._group(ask.priority, size, ask)
         ask.gid = group.gid
+        if ask.allow_preempt_other:
+            self._preempting(1)
         if not group.where:
             late = False
         elif gang is None and not group.gangs:
@@ -298,6 +314,8 @@ class PendingAsks:
             ask.gid = group.gid
             group.append(ask)
             seq = ask.seq
+            if ask.allow_preempt_other:
+                self._preempting(1)
         if group is not None:
             group.top_seq = seq
         return moved
@@ -307,6 +325,8 @@ class PendingAsks:
         the last of its priority."""
         group = self._by_gid[ask.gid]
         group.remove(ask.allocation_key)
+        if ask.allow_preempt_other:
+            self._preempting(-1)
         if group.where:
             return False
         priority = group.priority
@@ -323,6 +343,11 @@ class PendingAsks:
         del self.levels[self._priorities.index(priority)]
         self._priorities.remove(priority)
         return True
+
+    def _preempting(self, change: int) -> None:
+        self.preempting += change
+        if self.shapes_to is not None:
+            self.shapes_to.preempting += change
 
     def highest(self) -> int:
         """The highest priority of the asks, ``MIN_PRIORITY`` when there are none."""

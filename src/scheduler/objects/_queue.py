@@ -440,6 +440,7 @@ class Queue:
         app.pending_asks.shapes_to = self.shapes
         for size, created in app.pending_asks.shapes():
             self.shapes.came(size, created)
+        self.shapes.preempting += app.pending_asks.preempting
         self.pending_changed(app)
         if app.pending_asks:
             app_priority_moved(self, app)
@@ -451,6 +452,7 @@ class Queue:
                 app.pending_asks.shapes_to = None
                 for size, _ in app.pending_asks.shapes():
                     self.shapes.gone(size)
+                self.shapes.preempting -= app.pending_asks.preempting
             if self._unlist(app):
                 app_priority_moved(self, app)
 

@@ -91,6 +91,31 @@ async def test_a_starved_queue_takes_its_guarantee_back_after_the_delay(driver: 
     assert placed.node_id == "n1"
 
 
+async def test_only_the_asks_that_may_preempt_do_and_an_update_may_allow_it(
+    driver: Driver,
+) -> None:
+    """An application whose asks may not preempt is passed over (its queue is below its
+    guarantee); the same ask sent again allowing it preempts after the delay."""
+    d = driver
+    await full_cluster(d)
+    await d.asks(*(ask(f"s-{i}", "s", memory=10, vcore=0) for i in range(2)))
+    await d.settle()
+    await d.clock.advance(60)
+    await d.settle()
+    assert victims(d) == []
+    await d.asks(preemptor("s-1", "s"))  # the same key, now allowed to preempt
+    await d.settle()
+    await d.clock.advance(30)
+    await d.settle()
+    (victim,) = victims(d)
+    await confirm(d, [victim])
+    await d.settle()
+    assert [a.allocation_key for a in d.allocs("s")] == ["s-1"]
+    await d.clock.advance(60)
+    await d.settle()
+    assert len(victims(d)) == 1  # s-0 still may not
+
+
 def config(queues: str, partition: str = "") -> str:
     """A partition whose root (``submitacl: '*'``) holds ``queues`` (YAML, indented 10)."""
     return f"""

@@ -252,6 +252,52 @@ def test_pending_asks_remove_keeps_the_rest_in_order() -> None:
     assert len(pending) == 2
 
 
+def test_pending_asks_count_the_asks_that_may_preempt_others() -> None:
+    """What a preemption round reads to pass over an application without a walk of its
+    asks: added one at a time or in a batch, put back late, removed."""
+    pending = PendingAsks()
+
+    def ask(key: str, seq: int, *, may: bool) -> Ask:
+        made = make_ask(key, seq=seq)
+        made.allow_preempt_other = may
+        return made
+
+    first = [ask("a", 1, may=False), ask("b", 2, may=True), ask("c", 3, may=True)]
+    pending.extend(first)
+    assert pending.preempting == 2
+    pending.add(ask("d", 4, may=False))
+    late = ask("e", 0, may=True)  # older than the group's newest: put back in its place
+    pending.add(late)
+    assert [a.allocation_key for a in pending] == ["e", "a", "b", "c", "d"]
+    assert pending.preempting == 3
+    pending.remove(first[1])
+    pending.remove(first[0])
+    assert pending.preempting == 2
+    pending.remove(first[2])
+    pending.remove(late)
+    assert pending.preempting == 0
+    assert len(pending) == 1
+
+
+def test_a_leaf_counts_the_asks_of_its_applications_that_may_preempt_others() -> None:
+    root = make_queue("root", leaf=False)
+    leaf = make_queue("a", root)
+    app = make_app()
+    may = make_ask("may", seq=1)
+    may.allow_preempt_other = True
+    add_asks(app, may, make_ask("not", seq=2))
+    leaf.add_application(app)  # the application's asks come with it
+    assert (app.pending_asks.preempting, leaf.shapes.preempting) == (1, 1)
+    later = make_ask("later", seq=3)
+    later.allow_preempt_other = True
+    add_asks(app, later)
+    assert leaf.shapes.preempting == 2
+    app.remove_ask("may")
+    assert (app.pending_asks.preempting, leaf.shapes.preempting) == (1, 1)
+    leaf.remove_application(app)
+    assert (app.pending_asks.preempting, leaf.shapes.preempting) == (1, 0)
+
+
 def test_pending_asks_stay_in_order_while_placed_from_the_front() -> None:
     """A large bucket drained from the front (as a pass places its asks), with new asks
     arriving and placed ones coming back pending, keeps priority and age order throughout
