@@ -116,6 +116,8 @@ class PreemptionRound:
                 key = (id(leaf), group.size, group.priority)
                 for ask in self._asks(app, group, leaf, key, now):
                     plan = planner.plan(app, ask, leaf)
+                    if plan is None and planner.busy:
+                        break  # nodes wait for their victims: the next round looks again
                     if plan is None:
                         retry = now + p.timeouts.preempt_retry
                         self._failed[key] = retry  # the rest of the group waits too

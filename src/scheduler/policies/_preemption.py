@@ -109,10 +109,13 @@ class Planner:
         self.partition = partition
         self._by_node: dict[str, list[tuple[Allocation, Queue]]] | None = None
         self._usage: dict[Queue, Res] = {}
+        # The last ``plan`` passed over a node that may serve once a preemption in flight
+        # there ends: its failure says nothing about later (``busy``).
+        self.busy = False
 
     def changed(self) -> None:
-        """A preemption started: usage and victims are read again."""
-        self._by_node = None
+        """A preemption started: the queues' usage is read again. The possible victims
+        are kept: those it took are now on their way out, which ``_on_node`` checks."""
         self._usage = {}
 
     def usage(self, queue: Queue) -> Res:
@@ -160,9 +163,14 @@ class Planner:
         scope = _fence(leaf)
         best: Plan | None = None
         p = self.partition
+        preemptions = p.preemptions
+        self.busy = False
         for node_id, candidates in self._candidates().items():
             node = p.nodes.get(node_id)
             if node is None or not self.node_usable(node, ask):
+                reserved = node.reserved if node is not None else None
+                if reserved is not None and preemptions.of(reserved.ask) is not None:
+                    self.busy = True
                 continue
             victims = self._on_node(app, ask, leaf, scope, node, candidates, None)
             if victims is None:
