@@ -99,6 +99,13 @@ class Preemptions:
             rec.done.resolve("confirmed")
         return rec
 
+    def cancel(self, rec: Preemption) -> None:
+        """``rec``'s node is no longer held for its ask: its wait ends, and its claim on
+        the queues goes now, not when the preemptor's actor next runs (a round in between
+        would count the ask as coming)."""
+        if rec.done.resolve("cancelled"):
+            self.close(rec, "cancelled")
+
     def close(self, rec: Preemption, outcome: str) -> None:
         """The preemptor stops waiting (``outcome``): its claim on the queues goes. Victims
         not confirmed yet stay leaving until they go (the RM was told to end them)."""

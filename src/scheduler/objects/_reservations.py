@@ -98,7 +98,7 @@ class Reservations:
         if p.preemptions:
             rec = p.preemptions.of(reservation.ask)
             if rec is not None and rec.node is node:
-                rec.done.resolve("cancelled")  # its ask stops waiting for the victims
+                p.preemptions.cancel(rec)  # its ask stops waiting for the victims
         if node.schedulable and p.nodes.get(node.node_id) is node:
             if p.in_pass:
                 p.held_back.append(node)  # nothing frees up during a pass: after it

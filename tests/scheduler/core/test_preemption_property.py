@@ -58,7 +58,7 @@ waiting for victims.
 ``PREEMPTION_PROPERTY_EXAMPLES`` (default 60) and ``PREEMPTION_PROPERTY_STEPS`` (default
 30) set the budget; a deeper search (about 1 s per 20 examples):
 ``PREEMPTION_PROPERTY_EXAMPLES=2000 pytest tests/scheduler/core/test_preemption_property.py``.
-The test at the end is a bug found while writing the property (a strict xfail).
+The test at the end reproduces a bug the property found (now fixed).
 """
 
 from __future__ import annotations
@@ -1231,16 +1231,11 @@ def test_preemption_keeps_its_laws_at_random() -> None:
 # ====================================================== found while writing the property
 # Law 1 counts "the asks waiting for their victims" (``Preemptions.coming``). When a daemon
 # bound to a node preempts there, ``PreemptionRound.start`` cancels the reservation of the
-# preemptor that was waiting on that node; its wait ends ("cancelled"), but its claim is
-# closed only by its application actor's next turn (``PreemptionFlows._preemption_wait``),
-# after the round. A preemption between queues later in the same round still counts the
-# cancelled preemptor as coming, and takes a guaranteed queue below its guarantee.
-# The property finds it once two requests reach the core in one turn (``together``) and
-# the queues are sized just so: rarely. Reproduced here through the public API.
-@pytest.mark.xfail(
-    strict=True,
-    reason="core: a preemptor whose node a daemon took still counts as coming in that round",
-)
+# preemptor that was waiting on that node; its claim used to be closed only by its
+# application actor's next turn, after the round, so a preemption between queues later in
+# the same round still counted it and took a guaranteed queue below its guarantee. The
+# property found it once two requests reached the core in one turn (``together``) with the
+# queues sized just so; ``Preemptions.cancel`` now closes the claim at once.
 @pytest.mark.asyncio
 async def test_a_preemptor_whose_node_a_daemon_takes_stops_counting_at_once(
     driver: Driver,
@@ -1295,5 +1290,9 @@ partitions:
     await d.asks(ask("daemon", "ds", memory=10, vcore=0, priority=10, tags={REQUIRED: "n1"}))
     await d.settle()
     victims = [r.allocation_key for r in d.rm.released if r.termination_type == PREEMPTED]
-    # z-ask may take nothing from p.y: p would go below its guarantee (it did take y-2).
-    assert victims == ["y-0", "o-pod"]
+    triggered = [e.object_id for e in d.rm.events if e.reason == "PreemptionTriggered"]
+    # x-ask, whose node the daemon took, preempts again at once (y-2 on n2: p loses 10
+    # and gains 10, it stays at its 30); z-ask takes nothing from p.y: p would go below
+    # its guarantee (before the fix it did, and took y-2).
+    assert victims == ["y-0", "o-pod", "y-2"]
+    assert triggered == ["x-ask", "daemon", "x-ask"]
