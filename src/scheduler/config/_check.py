@@ -69,6 +69,13 @@ def check_config(text: str) -> CheckResult:
             Problem(f"invalid YAML: {message}", *((mark.line + 1, mark.column + 1) if mark else ()))
         )
         return result
+    except yaml.reader.ReaderError as exc:  # a character YAML does not allow: no mark
+        before = text[: exc.position]
+        line, column = before.count("\n") + 1, len(before) - (before.rfind("\n") + 1) + 1
+        result.problems.append(
+            Problem(f"invalid YAML: character #x{exc.character:04x} is not allowed", line, column)
+        )
+        return result
     except ConfigError as exc:
         result.problems.append(_problem(exc, None))
         return result
