@@ -443,7 +443,7 @@ class PartitionActor(Actor):
             if (
                 isinstance(answer, si.PreemptionPredicatesResponse)
                 and answer.success
-                and len(keys) - 1 <= answer.index < len(keys)
+                and answer.index == len(keys) - 1  # every victim goes, as planned
             ):
                 rounds.start(plan)
             else:

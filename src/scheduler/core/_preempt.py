@@ -372,16 +372,12 @@ class PreemptionFlows:
             outcome = rec.done.result()
         # Anything may have changed while the RM was asked: read it all again.
         p.preemptions.close(rec, outcome)
+        if outcome != "timeout":
+            # Confirmed: the last victim's release woke the pass and the node's
+            # reservation, which places the ask there. Cancelled: nothing is held.
+            return
         reservation = rec.node.reserved
         ours = reservation is not None and reservation.ask is rec.ask
-        if outcome == "confirmed":
-            if ours:
-                assert reservation is not None
-                reservation.grew()  # the pass looks at the node again: it has room now
-            p.wake()
-            return
-        if outcome != "timeout":
-            return
         ask = rec.ask
         left = len(rec.victims)
         self.log.warning(

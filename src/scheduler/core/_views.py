@@ -345,11 +345,11 @@ def preemptions_info(p: Partition) -> dict[str, Any]:
         "totals": {
             "started": counts["started"],
             "requiredNode": counts["required_node"],
-            "confirmed": pre.confirmed_preemptions(),
+            "confirmed": counts["confirmed"],
             "timedOut": counts["timeout"],
             "cancelled": counts["cancelled"],
             "victims": counts["victims"],
-            "victimsConfirmed": counts["confirmed"],
+            "victimsConfirmed": counts["victims_confirmed"],
         },
     }
 

@@ -39,10 +39,19 @@ class Preemptions:
         self.coming: dict[Queue, Res] = {}
         self.by_victim: dict[str, Preemption] = {}
         self.by_ask: dict[int, Preemption] = {}
-        # Totals since start: preemptions started (inter-queue and required node),
-        # victims released, confirmed, and handshakes that ended each way.
+        # Totals since start: preemptions started (of them, for an ask bound to a node),
+        # victims released and confirmed, and preemptions that ended each way.
         self.counts: dict[str, int] = dict.fromkeys(
-            ("started", "required_node", "victims", "confirmed", "timeout", "cancelled"), 0
+            (
+                "started",
+                "required_node",
+                "victims",
+                "victims_confirmed",
+                "confirmed",
+                "timeout",
+                "cancelled",
+            ),
+            0,
         )
 
     def __bool__(self) -> bool:
@@ -52,13 +61,6 @@ class Preemptions:
         """The open preemption ``ask`` triggered, if any."""
         rec = self.by_ask.get(id(ask))
         return rec if rec is not None and rec.ask is ask else None
-
-    def confirmed_preemptions(self) -> int:
-        """The preemptions that ended with every victim confirmed (read only): each one
-        started is still open, or was closed once, as ``"confirmed"``, ``"timeout"`` or
-        ``"cancelled"``, and only the last two are counted."""
-        counts = self.counts
-        return counts["started"] - len(self.by_ask) - counts["timeout"] - counts["cancelled"]
 
     def effective(self, queue: Queue) -> Res:
         """``queue``'s usage as the next preemption reads it: allocated, less its victims
@@ -94,7 +96,7 @@ class Preemptions:
             return None
         if rec.victims.pop(alloc.uuid, None) is not None:
             _sub(self.leaving, rec.chains[alloc.uuid], alloc.resource)
-            self.counts["confirmed"] += 1
+            self.counts["victims_confirmed"] += 1
         if not rec.victims:
             rec.done.resolve("confirmed")
         return rec
@@ -113,8 +115,7 @@ class Preemptions:
             return
         del self.by_ask[id(rec.ask)]
         _sub(self.coming, rec.chain, rec.ask.resource)
-        if outcome in ("timeout", "cancelled"):
-            self.counts[outcome] += 1
+        self.counts[outcome] += 1
 
 
 def _add(totals: dict[Queue, Res], chain: tuple[Queue, ...], res: Res) -> None:

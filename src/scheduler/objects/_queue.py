@@ -603,16 +603,13 @@ def _preemption_policy(queue: Queue) -> str:
 def _preemption_delay(queue: Queue) -> float:
     """The nearest ``preemption.delay`` up the chain, read on a leaf only (YuniKorn's
     ``UpdateQueueProperties``; a parent keeps the default)."""
-    if not queue.leaf:
+    text = queue.inherited_property(PREEMPTION_DELAY) if queue.leaf else ""
+    if not text:
         return DEFAULT_PREEMPTION_DELAY
-    for q in queue.chain:
-        text = q.properties.get(PREEMPTION_DELAY)
-        if text is not None:
-            try:
-                return preemption_delay(text)
-            except ValueError:
-                return DEFAULT_PREEMPTION_DELAY
-    return DEFAULT_PREEMPTION_DELAY
+    try:
+        return preemption_delay(text)
+    except ValueError:
+        return DEFAULT_PREEMPTION_DELAY
 
 
 def _queue_order(queue: Queue) -> OrderKey:

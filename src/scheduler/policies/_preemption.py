@@ -101,6 +101,28 @@ def _matches(ask: Res, res: Res) -> bool:
     return any(v > 0 and res.get(name, 0) > 0 for name, v in ask.items())
 
 
+def _shortfall(need: Res, available: Res) -> Res:
+    """What ``available`` lacks of ``need``, per resource it lacks."""
+    return {n: v - available.get(n, 0) for n, v in need.items() if v > available.get(n, 0)}
+
+
+def _freed(short: Res, res: Res, sign: int = 1) -> bool:
+    """``res`` freed (``sign`` 1) or taken back (-1) against ``short``; True once
+    nothing is short any more."""
+    for name, v in res.items():
+        if name in short:
+            short[name] -= sign * v
+    return all(v <= 0 for v in short.values())
+
+
+def _shift(net: dict[Queue, Res], chain: tuple[Queue, ...], res: Res, sign: int) -> None:
+    """Each queue of ``chain`` gains ``res`` (``sign`` 1) or loses it (-1) in ``net``."""
+    for q in chain:
+        delta = net.setdefault(q, {})
+        for name, v in res.items():
+            delta[name] = delta.get(name, 0) + sign * v
+
+
 class Planner:
     """The victims of one partition, looked at once per preemption round: by node, in the
     order they are taken, with each queue's usage as preemption reads it."""
@@ -208,8 +230,7 @@ class Planner:
         within: Queue | None,
     ) -> list[tuple[Allocation, Queue]] | None:
         need = ask.resource
-        available = node.available
-        short = {n: v - available.get(n, 0) for n, v in need.items() if v > available.get(n, 0)}
+        short = _shortfall(need, node.available)
         if not short:
             return None  # it fits now: the pass places it, no preemption needed
         net: dict[Queue, Res] = {q: dict(need) for q in leaf.chain}
@@ -222,21 +243,15 @@ class Planner:
                 or alloc.application_id == app_id
                 or alloc.priority > priority
                 or alloc.release_pending is not None
-                or not any(alloc.resource.get(n, 0) > 0 for n, v in short.items() if v > 0)
+                or not _matches(short, alloc.resource)  # it would not lessen the shortfall
                 or scope not in queue.chain
                 or (within is not None and within not in queue.chain)
                 or not self._may_lose(queue, alloc.resource, net)
             ):
                 continue
-            for q in queue.chain:
-                delta = net.setdefault(q, {})
-                for name, v in alloc.resource.items():
-                    delta[name] = delta.get(name, 0) - v
+            _shift(net, queue.chain, alloc.resource, -1)
             chosen.append((alloc, queue))
-            for name, v in alloc.resource.items():
-                if name in short:
-                    short[name] -= v
-            if all(v <= 0 for v in short.values()):
+            if _freed(short, alloc.resource):
                 break
         else:
             return None
@@ -245,13 +260,8 @@ class Planner:
             alloc, queue = chosen[i]
             if all(v + alloc.resource.get(n, 0) <= 0 for n, v in short.items()):
                 del chosen[i]
-                for name, v in alloc.resource.items():
-                    if name in short:
-                        short[name] += v
-                for q in queue.chain:
-                    add = net[q]
-                    for name, v in alloc.resource.items():
-                        add[name] = add.get(name, 0) + v
+                _freed(short, alloc.resource, -1)
+                _shift(net, queue.chain, alloc.resource, 1)
         blocking = self._gain_blocked(leaf, need, net)
         if blocking is None:
             return chosen
@@ -323,17 +333,13 @@ class Planner:
                 continue
             candidates.append((alloc, queue))
         candidates.sort(key=_required_first)
-        available = node.available
-        short = {n: v - available.get(n, 0) for n, v in need.items() if v > available.get(n, 0)}
+        short = _shortfall(need, node.available)
         if not short:
             return None
         victims: list[tuple[Allocation, Queue]] = []
         for alloc, queue in candidates:
             victims.append((alloc, queue))
-            for name, v in alloc.resource.items():
-                if name in short:
-                    short[name] -= v
-            if all(v <= 0 for v in short.values()):
+            if _freed(short, alloc.resource):
                 return Plan(app, ask, node, victims, required_node=True)
         return None
 

@@ -19,6 +19,7 @@ pytestmark = pytest.mark.asyncio
 
 PREEMPTED = si.TerminationType.PREEMPTED_BY_SCHEDULER
 MAY_PREEMPT = si.PreemptionPolicy(allow_preempt_self=True, allow_preempt_other=True)
+REQUIRED = si.DOMAIN_YUNIKORN + si.KEY_REQUIRED_NODE
 
 TWO = """
 partitions:
@@ -544,9 +545,6 @@ async def test_preemptions_in_flight_take_distinct_victims_one_node_each(d: Driv
 
 
 # ======================================================================== required node
-REQUIRED = si.DOMAIN_YUNIKORN + si.KEY_REQUIRED_NODE
-
-
 def daemon(key: str, app_id: str, node_id: str, memory: int = 10, **kw: Any) -> si.AllocationAsk:
     return ask(key, app_id, memory=memory, vcore=0, tags={REQUIRED: node_id}, **kw)
 

@@ -15,10 +15,9 @@ from scheduler import si
 from scheduler.client import RemoteCore, connect
 from scheduler.testing import RecordingCallback
 
+from ..core.test_preemption import MAY_PREEMPT, PREEMPTED
 from .test_preemption_predicates import TRANSPORTS, serving
 
-PREEMPTED = si.TerminationType.PREEMPTED_BY_SCHEDULER
-MAY_PREEMPT = si.PreemptionPolicy(allow_preempt_self=True, allow_preempt_other=True)
 CONFIG = """
 partitions:
   - name: default

@@ -16,6 +16,7 @@ from scheduler.daemon._metrics import SchedulingCounters
 from scheduler.daemon._rest import make_app
 from scheduler.testing import ErrorWatch, Scenario, start_scenario
 
+from ..core.test_preemption import MAY_PREEMPT, PREEMPTED, REQUIRED
 from .test_rest import P, get, in_process, scrape
 
 QUEUES = """
@@ -31,9 +32,6 @@ partitions:
           - name: greedy
           - name: system
 """
-MAY_PREEMPT = si.PreemptionPolicy(allow_preempt_self=True, allow_preempt_other=True)
-REQUIRED = si.DOMAIN_YUNIKORN + si.KEY_REQUIRED_NODE
-PREEMPTED = si.TerminationType.PREEMPTED_BY_SCHEDULER
 Json = Any
 
 
