@@ -21,8 +21,11 @@ settled in turn).
 
 Errors come back as they do in-process: ``scheduler.SchedulerError`` (and its
 ``ConfigError``), ``scheduler.NotFoundError``. A connection the daemon closes, or that
-breaks, fails every call waiting on it, and every later call, with ``ConnectionError``
-naming the reason.
+breaks, fails every call waiting on it with ``ConnectionError`` naming the reason. Then
+``core.closed`` says how it ended (a ``ConnectionClosed``: goodbye, lost or refused),
+``await core.wait_closed()`` returns it, the callback's ``connection_lost`` hears it, and
+later calls fail too, unless the client reconnects (``reconnect=``): then later calls wait
+until it is connected again and the RM's session resumed (or recovered: ``recover=``).
 
 The package holds the native client (``_native``: ``RemoteCore``) and the gRPC client
 (``_grpc``: ``GrpcRemoteCore``); it may import the daemon's transport pieces it shares
@@ -38,10 +41,12 @@ from urllib.parse import urlsplit
 
 from scheduler._errors import SchedulerError
 from scheduler.client._native import RemoteCore, connect_native
+from scheduler.client._reconnect import Reconnect, Recover
 from scheduler.daemon._tls import TLSArg
+from scheduler.si._callback import ConnectionClosed
 from scheduler.si._wire import MAX_FRAME
 
-__all__ = ["RemoteCore", "connect"]
+__all__ = ["ConnectionClosed", "Reconnect", "Recover", "RemoteCore", "connect"]
 
 
 @contextlib.asynccontextmanager
@@ -52,6 +57,8 @@ async def connect(
     max_frame: int = MAX_FRAME,
     timeout: float = 30.0,
     tls: TLSArg = None,
+    reconnect: Reconnect | None = None,
+    recover: Recover | None = None,
 ) -> AsyncIterator[RemoteCore]:
     """Connect to a daemon; leaving the block closes the connection.
 
@@ -66,6 +73,14 @@ async def connect(
         tls: For ``tls://`` and ``grpcs://``: a CA file (PEM) that signed the daemon's
             certificate, trusted in place of the system's trust store (None: that store),
             or, for ``tls://`` only, the ``ssl.SSLContext`` to connect with.
+        reconnect: Reconnect when the connection is lost, waiting as it says between
+            attempts (``Reconnect()``: from 0.1 s, doubling, up to 10 s, with jitter), and
+            resume the RM's session: the daemon keeps what the RM is sent while it is away
+            (for ``--rm-timeout``) and sends it then. None: a lost connection is the end.
+        recover: With ``reconnect``: called with the core when the daemon no longer has
+            the RM's session (it restarted, or the RM was Stopped); it registers the RM
+            again and reports its state (its applications, then its nodes with the
+            allocations on them: the SI's recovery). Without it, that is the end.
 
     Raises:
         SchedulerError: ``target`` is not a target this client can reach, or ``tls`` is
@@ -80,11 +95,23 @@ async def connect(
         from scheduler.client._grpc import connect_grpc
 
         async with connect_grpc(
-            target, token=token, max_frame=max_frame, timeout=timeout, tls=tls
+            target,
+            token=token,
+            max_frame=max_frame,
+            timeout=timeout,
+            tls=tls,
+            reconnect=reconnect,
+            recover=recover,
         ) as core:
             yield core
         return
     async with connect_native(
-        target, token=token, max_frame=max_frame, timeout=timeout, tls=tls
+        target,
+        token=token,
+        max_frame=max_frame,
+        timeout=timeout,
+        tls=tls,
+        reconnect=reconnect,
+        recover=recover,
     ) as core:
         yield core

@@ -37,10 +37,16 @@ from scheduler.client._native import (
     overridden,
     remote_error,
 )
+from scheduler.client._reconnect import Reconnect, Recover
 from scheduler.daemon._grpc import CALLBACKS_KEY, ERROR_KEY, SESSION_KEY, TOKEN_KEY
 from scheduler.daemon._tls import TLSArg, read_ca
 from scheduler.si import si_pb2 as pb
-from scheduler.si._callback import ResourceManagerCallback, check_callback, refuse_preemption
+from scheduler.si._callback import (
+    ConnectionClosed,
+    ResourceManagerCallback,
+    check_callback,
+    refuse_preemption,
+)
 from scheduler.si._grpc_codec import from_proto_of, to_proto_of
 from scheduler.si._wire import MAX_FRAME
 
@@ -80,6 +86,8 @@ async def connect_grpc(
     max_frame: int = MAX_FRAME,
     timeout: float = 30.0,
     tls: TLSArg = None,
+    reconnect: Reconnect | None = None,
+    recover: Recover | None = None,
 ) -> AsyncIterator[GrpcRemoteCore]:
     """Connect to a daemon's ``--grpc`` address ``grpc://host:port`` (``grpcs://`` with
     TLS, trusting the CA file ``tls`` or the system's trust store); leaving the block
@@ -87,21 +95,26 @@ async def connect_grpc(
     parts = urlsplit(target)
     if parts.scheme not in ("grpc", "grpcs") or not parts.hostname or parts.port is None:
         raise SchedulerError(f"target {target!r}: say grpc://host:port (or grpcs://)")
-    host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
-    options = [
-        ("grpc.max_receive_message_length", max_frame),
-        ("grpc.max_send_message_length", -1),
-    ]
-    if parts.scheme == "grpcs":
-        credentials = grpc.ssl_channel_credentials(root_certificates=read_ca(tls, target))
-        channel = grpc.aio.secure_channel(f"{host}:{parts.port}", credentials, options=options)
-    elif tls is not None:
+    if parts.scheme == "grpc" and tls is not None:
         raise SchedulerError(f"target {target!r}: tls= is for grpcs:// targets")
-    else:
-        channel = grpc.aio.insecure_channel(f"{host}:{parts.port}", options=options)
-    remote = GrpcRemoteCore(channel, target, token)
+    credentials = (
+        grpc.ssl_channel_credentials(root_certificates=read_ca(tls, target))
+        if parts.scheme == "grpcs"
+        else None
+    )
+    host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+    remote = GrpcRemoteCore(
+        target,
+        f"{host}:{parts.port}",
+        token=token,
+        max_frame=max_frame,
+        timeout=timeout,
+        credentials=credentials,
+        reconnect=reconnect,
+        recover=recover,
+    )
     try:
-        await remote._open(timeout)
+        await remote._start()
         yield remote
     finally:
         await remote.aclose()
@@ -114,54 +127,34 @@ _Kind = Any  # pb.Ack.Stream, an int
 class GrpcRemoteCore(RemoteCore):
     """The core of a daemon, seen from an RM over gRPC: the methods of the in-process core.
 
-    A ``RemoteCore`` for type checkers (it is used where one is); every method is its own.
+    A ``RemoteCore`` (its queries, its closed state and reconnection are shared); the calls
+    and the connection are its own.
     """
 
-    def __init__(  # the native RemoteCore's __init__ is not called: nothing of it is used
-        self, channel: grpc.aio.Channel, target: str, token: str
+    def __init__(
+        self,
+        target: str,
+        address: str,
+        *,
+        token: str,
+        max_frame: int,
+        timeout: float,
+        credentials: grpc.ChannelCredentials | None,
+        reconnect: Reconnect | None,
+        recover: Recover | None,
     ) -> None:
-        self._channel = channel
-        self.target = target
-        self._token = token
-        self._metadata: list[tuple[str, str]] = [(TOKEN_KEY, token)] if token else []
-        self._callback: ResourceManagerCallback | None = None
-        self._arrivals: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
-        self._received = 0  # messages of the daemon counted by its Settle
-        self._arrived = asyncio.Event()
-        self._acks: dict[tuple[_Kind, int], asyncio.Future[pb.Ack]] = {}
-        self._seqs: dict[_Kind, itertools.count[int]] = {
-            k: itertools.count(1) for k, *_ in _STREAMS
-        }
-        self._locks: dict[_Kind, asyncio.Lock] = {k: asyncio.Lock() for k, *_ in _STREAMS}
-        self._stream_calls: dict[_Kind, Any] = {}
-        self._session: Any = None
-        self._sent = 0  # requests that change state, sent so far (settle counts them)
-        self._closed = ""
-        self._tasks = []
-        self._register = channel.unary_unary(
-            "/si.v1.Scheduler/RegisterResourceManager",
-            request_serializer=pb.RegisterResourceManagerRequest.SerializeToString,
-            response_deserializer=pb.RegisterResourceManagerResponse.FromString,
-        )
-        self._update_configuration = channel.unary_unary(
-            "/si.v1.SchedulerExtensions/UpdateConfiguration",
-            request_serializer=pb.UpdateConfigurationRequest.SerializeToString,
-            response_deserializer=pb.Empty.FromString,
-        )
-        self._settle = channel.unary_unary(
-            "/si.v1.SchedulerExtensions/Settle",
-            request_serializer=pb.Empty.SerializeToString,
-            response_deserializer=pb.SettleResponse.FromString,
-        )
-        self._query_call = channel.unary_unary(
-            "/si.v1.SchedulerExtensions/Query",
-            request_serializer=pb.QueryRequest.SerializeToString,
-            response_deserializer=pb.QueryResponse.FromString,
-        )
+        super().__init__(target, token=token, timeout=timeout, reconnect=reconnect, recover=recover)
+        self._address = address
+        self._credentials = credentials
+        self._options = [
+            ("grpc.max_receive_message_length", max_frame),
+            ("grpc.max_send_message_length", -1),
+        ]
+        self._glink: _GrpcLink | None = None
+        self._closers: list[asyncio.Task[None]] = []  # closing lost connections
 
     def __repr__(self) -> str:
-        state = f"closed: {self._closed}" if self._closed else "open"
-        return f"<GrpcRemoteCore {self.target} {state}>"
+        return "<Grpc" + super().__repr__().removeprefix("<")
 
     # ========================================================================== SI calls
     async def register_resource_manager(
@@ -172,8 +165,13 @@ class GrpcRemoteCore(RemoteCore):
         expect(request, si.RegisterResourceManagerRequest)
         own = overridden(callback)
         self._callback = callback
-        metadata = [*self._metadata, (CALLBACKS_KEY, ",".join(own))]
-        await self._unary(self._register, _to[si.RegisterResourceManagerRequest](request), metadata)
+        link = await self._current()
+        metadata = [*link.metadata, (CALLBACKS_KEY, ",".join(own))]
+        register = link.unary(
+            "/si.v1.Scheduler/RegisterResourceManager", pb.RegisterResourceManagerResponse
+        )
+        await self._unary(link, register, _to[si.RegisterResourceManagerRequest](request), metadata)
+        self._registered = True
         return si.RegisterResourceManagerResponse()
 
     async def update_node(self, request: si.NodeRequest) -> None:
@@ -190,24 +188,26 @@ class GrpcRemoteCore(RemoteCore):
 
     async def update_configuration(self, request: si.UpdateConfigurationRequest) -> None:
         expect(request, si.UpdateConfigurationRequest)
+        link = await self._current()
         self._sent += 1
         message = _to[si.UpdateConfigurationRequest](request)
-        await self._unary(self._update_configuration, message, self._metadata)
+        method = link.unary("/si.v1.SchedulerExtensions/UpdateConfiguration", pb.Empty)
+        await self._unary(link, method, message, link.metadata)
 
     async def settle(self) -> None:
         """Return once the daemon settled and every callback it caused ran here; what those
         callbacks sent is settled too."""
         while True:
             before = self._sent
-            response: pb.SettleResponse = await self._unary(
-                self._settle, pb.Empty(), self._metadata
-            )
-            while self._received < response.pushed:
-                if self._closed:
-                    raise ConnectionError(f"{self.target}: {self._closed}")
-                self._arrived.clear()
-                await self._arrived.wait()
-            await self._arrivals.join()
+            link = await self._current()
+            method = link.unary("/si.v1.SchedulerExtensions/Settle", pb.SettleResponse)
+            response: pb.SettleResponse = await self._unary(link, method, pb.Empty(), link.metadata)
+            while link.received < response.pushed:
+                if link.ended:
+                    raise ConnectionError(f"{self.target}: {link.ended}")
+                link.arrived.clear()
+                await link.arrived.wait()
+            await self._inbox.join()
             if self._sent == before:
                 return
 
@@ -215,19 +215,44 @@ class GrpcRemoteCore(RemoteCore):
     # The query methods and their argument check are RemoteCore's; only the sending differs.
     async def _send_query(self, method: str, args: list[str]) -> Any:
         request = pb.QueryRequest(method=method, args=args)
-        response: pb.QueryResponse = await self._unary(self._query_call, request, self._metadata)
-        return msgspec.json.decode(response.json)
+        while True:
+            link = await self._current()
+            query = link.unary("/si.v1.SchedulerExtensions/Query", pb.QueryResponse)
+            try:
+                response: pb.QueryResponse = await self._unary(link, query, request, link.metadata)
+            except ConnectionError:
+                if self._retries(method):
+                    continue  # a query, once connected again
+                raise
+            return msgspec.json.decode(response.json)
 
     # ====================================================================== plumbing
-    async def _unary(self, method: Any, request: Any, metadata: list[tuple[str, str]]) -> Any:
-        if self._closed:
-            raise ConnectionError(f"{self.target}: {self._closed}")
+    async def _current(self) -> _GrpcLink:
+        await self._gate()
+        link = self._glink
+        if link is None or link.ended:
+            raise (
+                self._error()
+                if self._closed
+                else ConnectionError(f"{self.target}: the connection was lost; reconnecting")
+            )
+        return link
+
+    async def _unary(
+        self, link: _GrpcLink, method: Any, request: Any, metadata: list[tuple[str, str]]
+    ) -> Any:
         try:
             return await method(request, metadata=metadata)
         except grpc.aio.AioRpcError as exc:
-            raise self._error(exc) from None
+            raise self._rpc_error(link, exc) from None
+        except asyncio.CancelledError:
+            # the call was cancelled with its channel (the connection is over), not us
+            task = asyncio.current_task()
+            if link.ended and task is not None and not task.cancelling():
+                raise ConnectionError(f"{self.target}: {link.ended}") from None
+            raise
 
-    def _error(self, exc: grpc.aio.AioRpcError) -> Exception:
+    def _rpc_error(self, link: _GrpcLink, exc: grpc.aio.AioRpcError) -> Exception:
         code = exc.code()
         details = exc.details() or ""
         if code in (grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.NOT_FOUND):
@@ -237,136 +262,67 @@ class GrpcRemoteCore(RemoteCore):
                     return remote_error(str(value), details)
         if code == grpc.StatusCode.INTERNAL:
             return SchedulerError(details)
-        if self._closed:
-            return ConnectionError(f"{self.target}: {self._closed}")
+        if link.ended:
+            return ConnectionError(f"{self.target}: {link.ended}")
         return ConnectionError(f"{self.target}: {details or code.name}")
 
     async def _stream_call(self, kind: _Kind, message: Any) -> None:
-        if self._closed:
-            raise ConnectionError(f"{self.target}: {self._closed}")
+        link = await self._current()
         self._sent += 1
         future: asyncio.Future[pb.Ack] = asyncio.get_running_loop().create_future()
-        async with self._locks[kind]:
-            key = (kind, next(self._seqs[kind]))
-            self._acks[key] = future
+        async with link.locks[kind]:
+            key = (kind, next(link.seqs[kind]))
+            link.acks[key] = future
             try:
-                await self._stream_calls[kind].write(message)
+                await link.stream_calls[kind].write(message)
             except (grpc.aio.AioRpcError, asyncio.InvalidStateError) as exc:
-                self._acks.pop(key, None)
-                self._fail(f"the connection broke while sending ({exc})")
-                raise ConnectionError(f"{self.target}: {self._closed}") from None
+                link.acks.pop(key, None)
+                link.end("lost", f"the connection broke while sending ({exc})")
+                raise ConnectionError(f"{self.target}: {link.ended}") from None
         try:
             ack = await future
         finally:
-            self._acks.pop(key, None)
+            link.acks.pop(key, None)
         if ack.error:
             raise remote_error(ack.error, ack.message)
 
-    async def _open(self, timeout: float) -> None:
-        loop = asyncio.get_running_loop()
-        session = self._channel.stream_stream(
-            "/si.v1.SchedulerExtensions/Session",
-            request_serializer=pb.FromRM.SerializeToString,
-            response_deserializer=pb.FromDaemon.FromString,
-        )(None, metadata=self._metadata)
-        self._session = session
+    async def _connect(self) -> None:
+        """A new channel, its session welcomed and its streams open (``Lifeline``)."""
+        if self._credentials is not None:
+            channel = grpc.aio.secure_channel(
+                self._address, self._credentials, options=self._options
+            )
+        else:
+            channel = grpc.aio.insecure_channel(self._address, options=self._options)
+        link = _GrpcLink(self, channel)
         try:
-            async with asyncio.timeout(timeout):
-                await session.write(pb.FromRM(hello=pb.Hello(client="scheduler.client")))
-                welcome: Any = await session.read()
-        except TimeoutError:
-            session.cancel()
-            raise ConnectionError(f"{self.target}: no welcome within {timeout:g}s") from None
-        except grpc.aio.AioRpcError as exc:
-            # A hello written while the daemon refuses the call (a wrong token, say) fails
-            # with gRPC's own INTERNAL; the call's final status says why.
-            status, details = exc.code(), exc.details()
-            if status == grpc.StatusCode.INTERNAL:
-                with contextlib.suppress(Exception):
-                    status, details = await session.code(), await session.details()
-            raise ConnectionError(f"{self.target}: {details or status.name}") from None
-        if welcome is _EOF or welcome.WhichOneof("kind") != "welcome":
-            status = await session.code()
-            details = await session.details()
-            raise ConnectionError(f"{self.target}: {details or status.name}")
-        name = welcome.welcome.session
-        self._metadata = [*self._metadata, (SESSION_KEY, name)]
-        self._tasks.append(loop.create_task(self._read_session(), name=f"grpc session {name}"))
-        for kind, method, request, response in _STREAMS:
-            call = self._channel.stream_stream(
-                f"/si.v1.Scheduler/{method}",
-                request_serializer=request.SerializeToString,
-                response_deserializer=response.FromString,
-            )(None, metadata=self._metadata)
-            self._stream_calls[kind] = call
-            self._tasks.append(loop.create_task(self._read_stream(kind, call), name=method))
-        self._tasks.append(loop.create_task(self._call_back(), name=f"grpc callbacks {name}"))
+            await link.open(self._timeout)
+        except BaseException:
+            link.end("closed", "not welcomed")
+            await link.close()
+            raise
+        self._glink = link  # welcomed: its loss is the core's from now on
 
-    def _arrive(self, kind: str, message: Any) -> None:
-        self._received += 1
-        self._arrivals.put_nowait((kind, message))
-        self._arrived.set()
+    async def _resume(self) -> bool:
+        return False  # a gRPC session is not resumed: the RM recovers
 
-    async def _read_stream(self, kind: _Kind, call: Any) -> None:
-        name = {pb.Ack.ALLOCATION: "allocation", pb.Ack.APPLICATION: "application"}.get(
-            kind, "node"
-        )
-        try:
-            async for message in call:
-                self._arrive(name, message)
-        except grpc.aio.AioRpcError as exc:
-            if exc.code() != grpc.StatusCode.CANCELLED:
-                hint = (
-                    " (the daemon's --max-frame)"
-                    if exc.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
-                    else ""
-                )
-                self._fail(f"the connection broke: {exc.details() or exc.code().name}{hint}")
+    def _link_up(self) -> bool:
+        return self._glink is not None and not self._glink.ended
 
-    async def _read_session(self) -> None:
-        reason = "the daemon closed the connection"
-        try:
-            while True:  # read(), as for the welcome: the two styles do not mix
-                message = await self._session.read()
-                if message is _EOF:
-                    return
-                which = message.WhichOneof("kind")
-                if which == "ack":
-                    ack = message.ack
-                    future = self._acks.get((ack.stream, ack.seq))
-                    if future is not None and not future.done():
-                        future.set_result(ack)
-                elif which == "goodbye":
-                    reason = f"the daemon closed the connection: {message.goodbye.message}"
-                    return
-                elif which in ("predicates", "preemption_predicates", "events", "scheduling_state"):
-                    self._arrive(which, getattr(message, which))
-        except grpc.aio.AioRpcError as exc:
-            if exc.code() != grpc.StatusCode.CANCELLED:
-                reason = f"the connection broke: {exc.details() or exc.code().name}"
-        finally:
-            self._fail(reason)
-
-    def _fail(self, reason: str) -> None:
-        if self._closed:
-            return
-        self._closed = reason
-        error = ConnectionError(f"{self.target}: {reason}")
-        for future in self._acks.values():
-            if not future.done():
-                future.set_exception(error)
-        self._arrived.set()
+    def _tell(self, closed: ConnectionClosed) -> None:
+        self._inbox.put_nowait(("closed", closed))
 
     async def _call_back(self) -> None:
         """The RM's callbacks, one at a time, in the order they arrived."""
         while True:
-            kind, message = await self._arrivals.get()
+            item: Any = await self._inbox.get()
+            kind, message = item
             try:
                 await self._deliver_one(kind, message)
             except Exception:
                 _log.exception("the RM's callback raised on {}", kind)
             finally:
-                self._arrivals.task_done()
+                self._inbox.task_done()
 
     async def _deliver_one(self, kind: str, message: Any) -> None:
         callback = self._callback
@@ -382,36 +338,201 @@ class GrpcRemoteCore(RemoteCore):
             await callback.send_event([_from_event(e) for e in message.events])
         elif kind == "scheduling_state":
             await callback.update_container_scheduling_state(_from_state(message))
+        elif kind == "closed":
+            lost = getattr(callback, "connection_lost", None)
+            if lost is not None:
+                await lost(message)
         elif kind == "predicates":
             allowed = False
             try:
                 allowed = bool(await callback.predicates(_from_predicates(message.args)))
             finally:
-                if not self._closed:
-                    answer = pb.PredicatesAnswer(id=message.id, allowed=allowed)
-                    with contextlib.suppress(grpc.aio.AioRpcError, asyncio.InvalidStateError):
-                        await self._session.write(pb.FromRM(predicates_answer=answer))
+                answer = pb.PredicatesAnswer(id=message.id, allowed=allowed)
+                await self._answer(pb.FromRM(predicates_answer=answer))
         elif kind == "preemption_predicates":
             response = refuse_preemption()
             try:
                 response = await answer_preemption(callback, _from_preemption(message.args))
             finally:
-                if not self._closed:
-                    reply = pb.PreemptionPredicatesAnswer(
-                        id=message.id, response=_to_preemption(response)
-                    )
-                    with contextlib.suppress(grpc.aio.AioRpcError, asyncio.InvalidStateError):
-                        await self._session.write(pb.FromRM(preemption_predicates_answer=reply))
+                reply = pb.PreemptionPredicatesAnswer(
+                    id=message.id, response=_to_preemption(response)
+                )
+                await self._answer(pb.FromRM(preemption_predicates_answer=reply))
+
+    async def _answer(self, message: pb.FromRM) -> None:
+        link = self._glink
+        if link is not None and not link.ended:  # a question of a lost connection: none
+            with contextlib.suppress(grpc.aio.AioRpcError, asyncio.InvalidStateError):
+                await link.session.write(message)
 
     async def aclose(self) -> None:
         """Close the connection (``connect`` does it on leaving its block)."""
-        self._fail("the connection is closed")
-        for call in [self._session, *self._stream_calls.values()]:
+        await self._stop_lifeline()
+        link, self._glink = self._glink, None
+        if link is not None:
+            link.end("closed", "the connection is closed")
+            await link.close()
+        for closer in self._closers:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await closer
+        if self._callbacks is not None:
+            self._callbacks.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._callbacks
+
+
+class _GrpcLink:
+    """One connection of a ``GrpcRemoteCore``: its channel, session stream and three
+    Scheduler streams, the Acks they wait for, and their reader tasks."""
+
+    def __init__(self, core: GrpcRemoteCore, channel: grpc.aio.Channel) -> None:
+        self.core = core
+        self.target = core.target
+        self.channel = channel
+        token = core._token
+        self.metadata: list[tuple[str, str]] = [(TOKEN_KEY, token)] if token else []
+        self.acks: dict[tuple[_Kind, int], asyncio.Future[pb.Ack]] = {}
+        self.seqs: dict[_Kind, itertools.count[int]] = {k: itertools.count(1) for k, *_ in _STREAMS}
+        self.locks: dict[_Kind, asyncio.Lock] = {k: asyncio.Lock() for k, *_ in _STREAMS}
+        self.stream_calls: dict[_Kind, Any] = {}
+        self.session: Any = None
+        self.received = 0  # messages of the daemon counted by its Settle
+        self.arrived = asyncio.Event()
+        self.ended = ""
+        self.tasks: list[asyncio.Task[None]] = []
+
+    def unary(self, path: str, response: Any) -> Any:
+        return self.channel.unary_unary(
+            path,
+            request_serializer=_serialize,
+            response_deserializer=response.FromString,
+        )
+
+    async def open(self, timeout: float) -> None:
+        loop = asyncio.get_running_loop()
+        session = self.channel.stream_stream(
+            "/si.v1.SchedulerExtensions/Session",
+            request_serializer=pb.FromRM.SerializeToString,
+            response_deserializer=pb.FromDaemon.FromString,
+        )(None, metadata=self.metadata)
+        self.session = session
+        try:
+            async with asyncio.timeout(timeout):
+                await session.write(pb.FromRM(hello=pb.Hello(client="scheduler.client")))
+                welcome: Any = await session.read()
+        except TimeoutError:
+            session.cancel()
+            raise ConnectionError(f"{self.target}: no welcome within {timeout:g}s") from None
+        except grpc.aio.AioRpcError as exc:
+            # A hello written while the daemon refuses the call (a wrong token, say) fails
+            # with gRPC's own INTERNAL; the call's final status says why.
+            status, details = exc.code(), exc.details()
+            if status == grpc.StatusCode.INTERNAL:
+                with contextlib.suppress(Exception):
+                    status, details = await session.code(), await session.details()
+            raise _refusal(status)(f"{self.target}: {details or status.name}") from None
+        if welcome is _EOF or welcome.WhichOneof("kind") != "welcome":
+            status = await session.code()
+            details = await session.details()
+            raise _refusal(status)(f"{self.target}: {details or status.name}")
+        name = welcome.welcome.session
+        self.metadata = [*self.metadata, (SESSION_KEY, name)]
+        self.tasks.append(loop.create_task(self._read_session(), name=f"grpc session {name}"))
+        for kind, method, request, response in _STREAMS:
+            call = self.channel.stream_stream(
+                f"/si.v1.Scheduler/{method}",
+                request_serializer=request.SerializeToString,
+                response_deserializer=response.FromString,
+            )(None, metadata=self.metadata)
+            self.stream_calls[kind] = call
+            self.tasks.append(loop.create_task(self._read_stream(kind, call), name=method))
+
+    def _arrive(self, kind: str, message: Any) -> None:
+        self.received += 1
+        self.core._inbox.put_nowait((kind, message))
+        self.arrived.set()
+
+    async def _read_stream(self, kind: _Kind, call: Any) -> None:
+        name = {pb.Ack.ALLOCATION: "allocation", pb.Ack.APPLICATION: "application"}.get(
+            kind, "node"
+        )
+        try:
+            async for message in call:
+                self._arrive(name, message)
+        except grpc.aio.AioRpcError as exc:
+            if exc.code() != grpc.StatusCode.CANCELLED:
+                hint = (
+                    " (the daemon's --max-frame)"
+                    if exc.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+                    else ""
+                )
+                self.end("lost", f"the connection broke: {exc.details() or exc.code().name}{hint}")
+
+    async def _read_session(self) -> None:
+        kind, reason = "lost", "the daemon closed the connection"
+        try:
+            while True:  # read(), as for the welcome: the two styles do not mix
+                message = await self.session.read()
+                if message is _EOF:
+                    return
+                which = message.WhichOneof("kind")
+                if which == "ack":
+                    ack = message.ack
+                    future = self.acks.get((ack.stream, ack.seq))
+                    if future is not None and not future.done():
+                        future.set_result(ack)
+                elif which == "goodbye":
+                    kind = "goodbye"
+                    reason = f"the daemon closed the connection: {message.goodbye.message}"
+                    return
+                elif which in ("predicates", "preemption_predicates", "events", "scheduling_state"):
+                    self._arrive(which, getattr(message, which))
+        except grpc.aio.AioRpcError as exc:
+            if exc.code() != grpc.StatusCode.CANCELLED:
+                reason = f"the connection broke: {exc.details() or exc.code().name}"
+        finally:
+            self.end(kind, reason)
+
+    def end(self, kind: str, reason: str) -> None:
+        """The connection is over: its calls fail, and the core hears it (once)."""
+        if self.ended:
+            return
+        self.ended = reason
+        error = ConnectionError(f"{self.target}: {reason}")
+        for future in self.acks.values():
+            if not future.done():
+                future.set_exception(error)
+        self.arrived.set()
+        if kind in ("lost", "goodbye"):  # its channel and tasks go (aclose waits for it)
+            self.core._closers.append(asyncio.get_running_loop().create_task(self.close()))
+        if self.core._glink is self:
+            self.core._glink = None
+            self.core._lost(kind, reason)
+
+    async def close(self) -> None:
+        for call in [self.session, *self.stream_calls.values()]:
             if call is not None:
                 call.cancel()
-        for task in self._tasks:
+        tasks = [task for task in self.tasks if task is not asyncio.current_task()]
+        for task in tasks:
             task.cancel()
-        for task in self._tasks:
+        for task in tasks:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
-        await self._channel.close(None)
+        await self.channel.close(None)
+
+
+def _refusal(status: grpc.StatusCode) -> type[ConnectionError]:
+    """A daemon that refuses the session (a wrong token, a bad hello) would refuse it
+    again: ``ConnectionRefusedError``; one that is not there (yet) may be there later."""
+    refused = (
+        grpc.StatusCode.UNAUTHENTICATED,
+        grpc.StatusCode.PERMISSION_DENIED,
+        grpc.StatusCode.FAILED_PRECONDITION,
+    )
+    return ConnectionRefusedError if status in refused else ConnectionError
+
+
+def _serialize(message: Any) -> bytes:
+    data: bytes = message.SerializeToString()
+    return data

@@ -14,16 +14,17 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import anyio
-import msgspec
 from anyio.abc import ByteStream
 from loguru import logger
 
 from scheduler import si
 from scheduler._errors import ConfigError, NotFoundError, SchedulerError
+from scheduler.client._reconnect import Lifeline, Reconnect, Recover, _restoring
 from scheduler.daemon._tls import TLSArg, client_context
 from scheduler.si._callback import (
     CALLBACK_METHODS,
     OPTIONAL_CALLBACK_METHODS,
+    ConnectionClosed,
     ResourceManagerCallback,
     check_callback,
     overrides,
@@ -48,9 +49,12 @@ from scheduler.si._wire import (
     PreemptionPredicatesAsk,
     PreemptionReply,
     QueryCall,
+    Received,
     RegisterCall,
     Result,
+    ResumeCall,
     SchedulingStatePush,
+    Told,
     Welcome,
     WireError,
     decode_from_daemon,
@@ -83,13 +87,22 @@ async def connect_native(
     max_frame: int = MAX_FRAME,
     timeout: float = 30.0,
     tls: TLSArg = None,
+    reconnect: Reconnect | None = None,
+    recover: Recover | None = None,
 ) -> AsyncIterator[RemoteCore]:
     """``scheduler.client.connect`` for the native transport's targets (``tcp://``,
     ``unix://``, ``tls://``): connected and welcomed; closed when the block is left."""
-    stream = await _open(target, timeout, tls)
-    remote = RemoteCore(stream, target, max_frame)
+    remote = RemoteCore(
+        target,
+        token=token,
+        max_frame=max_frame,
+        timeout=timeout,
+        tls=tls,
+        reconnect=reconnect,
+        recover=recover,
+    )
     try:
-        await remote._start(token, timeout)
+        await remote._start()
         yield remote
     finally:
         await remote.aclose()
@@ -134,26 +147,48 @@ async def _open(target: str, timeout: float, tls: TLSArg = None) -> ByteStream:
     )
 
 
-class RemoteCore:
-    """The core of a daemon, seen from an RM: the methods of the in-process core."""
+class RemoteCore(Lifeline):
+    """The core of a daemon, seen from an RM: the methods of the in-process core.
 
-    def __init__(self, stream: ByteStream, target: str, max_frame: int) -> None:
-        self._stream = stream
+    Attributes:
+        target: the daemon's address.
+        reconnects: how many times the connection was made again (``reconnect=``).
+    """
+
+    def __init__(
+        self,
+        target: str,
+        *,
+        token: str = "",
+        max_frame: int = MAX_FRAME,
+        timeout: float = 30.0,
+        tls: TLSArg = None,
+        reconnect: Reconnect | None = None,
+        recover: Recover | None = None,
+    ) -> None:
         self.target = target
+        self._token = token
         self._max_frame = max_frame
+        self._timeout = timeout
+        self._tls = tls
+        self._init_lifeline(reconnect, recover)
         self._ids = itertools.count(1)
-        self._waiting: dict[int, asyncio.Future[Result]] = {}
-        self._welcome: asyncio.Future[Welcome] | None = None
+        self._link: _Link | None = None
         self._callback: ResourceManagerCallback | None = None
         self._inbox: asyncio.Queue[object] = asyncio.Queue()
-        self._outgoing: list[bytes] = []  # frames for the writer task, in order
-        self._wake_writer = asyncio.Event()
         self._sent = 0  # requests that change state, sent so far (``settle`` counts them)
-        self._closed: str = ""
-        self._tasks: list[asyncio.Task[None]] = []
+        self._callbacks: asyncio.Task[None] | None = None
+        # The session of the RM registered here: its id, and the pushes received since
+        # its register result (``ResumeCall``, ``Received``).
+        self._rm_id = ""
+        self._session = ""
+        self._received = 0
+        self._registering: dict[int, str] = {}  # register call id -> rm id
 
     def __repr__(self) -> str:
-        state = f"closed: {self._closed}" if self._closed else "open"
+        state = f"closed: {self._closed.reason}" if self._closed else "open"
+        if self._closed is None and not self._ready.is_set():
+            state = "reconnecting"
         return f"<RemoteCore {self.target} {state}>"
 
     # ========================================================================== SI calls
@@ -164,10 +199,10 @@ class RemoteCore:
         check_callback(callback)
         expect(request, si.RegisterResourceManagerRequest)
         self._callback = callback
-        value = await self._call(
-            RegisterCall(id=0, request=request, overrides=overridden(callback))
-        )
-        return msgspec.convert(value or {}, si.RegisterResourceManagerResponse)
+        call = RegisterCall(id=0, request=request, overrides=overridden(callback))
+        await self._call(call)
+        self._registered = True
+        return si.RegisterResourceManagerResponse()
 
     async def update_node(self, request: si.NodeRequest) -> None:
         expect(request, si.NodeRequest)
@@ -238,6 +273,8 @@ class RemoteCore:
         (``Core.stop_resource_manager``): it is Stopped at once, where closing the
         connection would only pause it. Another RM's id is refused."""
         await self._query("stop_resource_manager", rm_id)
+        self._registered = False
+        self._session = ""
 
     async def _query(self, method: str, *args: str) -> Any:
         for arg in args:
@@ -251,106 +288,94 @@ class RemoteCore:
 
     # ====================================================================== plumbing
     async def _call(self, call: Any, *, changes: bool = False) -> Any:
-        if self._closed:
-            raise ConnectionError(f"{self.target}: {self._closed}")
-        call.id = next(self._ids)
-        future: asyncio.Future[Result] = asyncio.get_running_loop().create_future()
-        self._waiting[call.id] = future
         if changes:
             self._sent += 1
+        while True:
+            await self._gate()
+            link = self._link
+            try:
+                if link is None:
+                    raise ConnectionError(f"{self.target}: the connection was lost")
+                call.id = next(self._ids)
+                if isinstance(call, RegisterCall):
+                    self._registering[call.id] = call.request.rm_id
+                try:
+                    result = await link.call(call)
+                finally:
+                    self._registering.pop(call.id, None)
+            except ConnectionError:
+                if isinstance(call, QueryCall) and self._retries(call.method):
+                    continue  # a query, once connected again
+                raise
+            if result.error:
+                raise remote_error(result.error, result.message)
+            return result.value
+
+    def _retries(self, method: str) -> bool:
+        """A query that met a lost connection is asked again once the client reconnected
+        (it changes nothing); a request is not (the daemon may have run it)."""
+        return (
+            self._reconnect is not None
+            and self._closed is None
+            and not _restoring.get()
+            and method != "stop_resource_manager"
+        )
+
+    async def _start(self) -> None:
+        self._callbacks = asyncio.get_running_loop().create_task(
+            self._call_back(), name=f"scheduler.client callbacks {self.target}"
+        )
+        await self._connect()
+        self._ready.set()
+
+    async def _connect(self) -> None:
+        """A new connection, welcomed (``Lifeline``)."""
+        stream = await _open(self.target, self._timeout, self._tls)
+        link = _Link(self, stream)
+        await link.start(self._token, self._timeout)
+        self._link = link  # welcomed: its loss is the core's from now on
+
+    async def _resume(self) -> bool:
+        """Resume the RM's session on the new connection (``Lifeline``): True if resumed,
+        False if there is none to resume or the daemon no longer has it."""
+        if not self._session:
+            return False
+        call = ResumeCall(id=0, rm_id=self._rm_id, session=self._session, received=self._received)
         try:
-            self._send(encode(call))
-            result = await future
-        finally:
-            self._waiting.pop(call.id, None)
-        if result.error:
-            raise remote_error(result.error, result.message)
-        return result.value
+            await self._call(call)
+        except NotFoundError as exc:
+            _log.warning("{}: {}", self.target, exc)
+            self._session = ""
+            return False
+        return True
 
-    def _send(self, data: bytes) -> None:
-        """Hand a frame to the writer task. A send that breaks fails the connection, and
-        so every call waiting on it."""
-        if self._closed:
-            raise ConnectionError(f"{self.target}: {self._closed}")
-        self._outgoing.append(data)
-        self._wake_writer.set()
+    def _link_up(self) -> bool:
+        return self._link is not None
 
-    async def _write(self) -> None:
-        """Send the frames in the order they were handed over: all those that wait go out
-        in one send (calls made together, as with ``asyncio.gather``, cost one)."""
-        try:
-            while True:
-                await self._wake_writer.wait()
-                self._wake_writer.clear()
-                while self._outgoing:
-                    batch, self._outgoing = self._outgoing, []
-                    await self._stream.send(batch[0] if len(batch) == 1 else b"".join(batch))
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
-            self._fail(f"the connection broke while sending ({exc or type(exc).__name__})")
+    def _tell(self, closed: ConnectionClosed) -> None:
+        self._inbox.put_nowait(closed)
 
-    async def _start(self, token: str, timeout: float) -> None:
-        loop = asyncio.get_running_loop()
-        self._welcome = loop.create_future()
-        self._tasks = [
-            loop.create_task(self._read(), name=f"scheduler.client read {self.target}"),
-            loop.create_task(self._call_back(), name=f"scheduler.client callbacks {self.target}"),
-            loop.create_task(self._write(), name=f"scheduler.client write {self.target}"),
-        ]
-        self._send(encode(Hello(token=token)))
-        try:
-            async with asyncio.timeout(timeout):
-                await self._welcome
-        except TimeoutError:
-            raise ConnectionError(f"{self.target}: no welcome within {timeout:g}s") from None
+    def _took(self, link: _Link, message: object) -> bool:
+        """A frame of ``link`` that is not an answer: counted if the RM's callback is told
+        it (the count its session resumes from). Returns whether it was counted."""
+        if isinstance(message, Told):
+            self._received += 1
+            self._inbox.put_nowait(message)
+            return True
+        self._inbox.put_nowait(message)
+        return False
 
-    async def _read(self) -> None:
-        reader = FrameReader(self._max_frame)
-        reason = "the daemon closed the connection"
-        try:
-            while True:
-                data = await self._stream.receive(RECEIVE_BYTES)
-                for body in reader.frames(data):
-                    message = decode_from_daemon(body)
-                    if isinstance(message, Result):
-                        future = self._waiting.get(message.id)
-                        if future is not None and not future.done():
-                            future.set_result(message)
-                    elif isinstance(message, Welcome):
-                        if self._welcome is not None and not self._welcome.done():
-                            self._welcome.set_result(message)
-                    elif isinstance(message, Goodbye):
-                        reason = f"the daemon closed the connection: {message.message}"
-                        return
-                    else:
-                        self._inbox.put_nowait(message)
-        except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
-            if isinstance(exc.__cause__ or exc.__context__, ssl.SSLError):  # a TLS alert
-                reason = _tls_reason(exc.__cause__ or exc.__context__)
-        except ssl.SSLError as exc:  # e.g. mutual TLS: the daemon wants a client certificate
-            reason = _tls_reason(exc)
-        except WireError as exc:
-            reason = f"bad frame from the daemon: {exc}"
-        except OSError as exc:
-            reason = f"the connection broke: {exc.strerror or exc}"
-        finally:
-            welcomed = self._welcome is None or self._welcome.done()
-            if not welcomed and self.target.startswith("tls://"):  # refused at once
-                reason += (
-                    " before its welcome (a daemon with --tls-client-ca wants a client "
-                    "certificate it trusts: tls=ssl.SSLContext, with load_cert_chain)"
-                )
-            self._fail(reason)
+    def _answered(self, message: Result) -> None:
+        """A register result starts the count of a new session."""
+        rm_id = self._registering.get(message.id)
+        if rm_id is not None and not message.error and isinstance(message.value, dict):
+            self._rm_id = rm_id
+            self._session = str(message.value.get("session", ""))
+            self._received = 0
 
-    def _fail(self, reason: str) -> None:
-        if self._closed:
-            return
-        self._closed = reason
-        error = ConnectionError(f"{self.target}: {reason}")
-        for future in self._waiting.values():
-            if not future.done():
-                future.set_exception(error)
-        if self._welcome is not None and not self._welcome.done():
-            self._welcome.set_exception(error)
+    def _acknowledge(self, link: _Link) -> None:
+        if self._session and link is self._link:
+            link.send(encode(Received(session=self._session, count=self._received)))
 
     async def _call_back(self) -> None:
         """The RM's callbacks, one at a time, in the order the core made them."""
@@ -377,31 +402,182 @@ class RemoteCore:
             await callback.send_event(message.events)
         elif isinstance(message, SchedulingStatePush):
             await callback.update_container_scheduling_state(message.request)
+        elif isinstance(message, ConnectionClosed):
+            lost = getattr(callback, "connection_lost", None)
+            if lost is not None:
+                await lost(message)
         elif isinstance(message, PredicatesAsk):
             allowed = False
             try:
                 allowed = bool(await callback.predicates(message.args))
             finally:
-                if not self._closed:
-                    self._send(encode(CallbackReply(id=message.id, allowed=allowed)))
+                self._reply(CallbackReply(id=message.id, allowed=allowed))
         elif isinstance(message, PreemptionPredicatesAsk):
             response = refuse_preemption()
             try:
                 response = await answer_preemption(callback, message.args)
             finally:
-                if not self._closed:
-                    self._send(encode(PreemptionReply(id=message.id, response=response)))
+                self._reply(PreemptionReply(id=message.id, response=response))
+
+    def _reply(self, reply: CallbackReply | PreemptionReply) -> None:
+        if self._link is not None:  # a question of a lost connection needs no answer
+            self._link.send(encode(reply))
 
     async def aclose(self) -> None:
         """Close the connection (``connect`` does it on leaving its block)."""
-        self._fail("the connection is closed")
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
+        await self._stop_lifeline()
+        link, self._link = self._link, None
+        if link is not None:
+            await link.close("the connection is closed")
+        if self._callbacks is not None:
+            self._callbacks.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+                await self._callbacks
+
+
+class _Link:
+    """One connection of a ``RemoteCore``: its stream, the calls waiting on it, and its
+    reader and writer tasks."""
+
+    def __init__(self, core: RemoteCore, stream: ByteStream) -> None:
+        self.core = core
+        self.target = core.target
+        self.stream = stream
+        self.waiting: dict[int, asyncio.Future[Result]] = {}
+        self.welcome: asyncio.Future[Welcome] = asyncio.get_running_loop().create_future()
+        self.outgoing: list[bytes] = []  # frames for the writer task, in order
+        self.wake_writer = asyncio.Event()
+        self.ended = ""
+        self.refused = False  # the daemon would not take the connection
+        self.tasks: list[asyncio.Task[None]] = []
+
+    async def start(self, token: str, timeout: float) -> None:
+        loop = asyncio.get_running_loop()
+        self.tasks = [
+            loop.create_task(self._read(), name=f"scheduler.client read {self.target}"),
+            loop.create_task(self._write(), name=f"scheduler.client write {self.target}"),
+        ]
+        self.send(encode(Hello(token=token)))
+        try:
+            async with asyncio.timeout(timeout):
+                await asyncio.shield(self.welcome)
+        except TimeoutError:
+            await self.close(f"no welcome within {timeout:g}s")
+            raise ConnectionError(f"{self.target}: no welcome within {timeout:g}s") from None
+        except ConnectionError as exc:
+            await self.close("refused")
+            if self.refused:  # a wrong token, another version, TLS: trying again won't do
+                raise ConnectionRefusedError(str(exc)) from None
+            raise
+
+    async def call(self, call: Any) -> Result:
+        future: asyncio.Future[Result] = asyncio.get_running_loop().create_future()
+        self.waiting[call.id] = future
+        try:
+            self.send(encode(call))
+            return await future
+        finally:
+            self.waiting.pop(call.id, None)
+
+    def send(self, data: bytes) -> None:
+        """Hand a frame to the writer task. A send that breaks ends the connection, and
+        so fails every call waiting on it."""
+        if self.ended:
+            raise ConnectionError(f"{self.target}: {self.ended}")
+        self.outgoing.append(data)
+        self.wake_writer.set()
+
+    async def _write(self) -> None:
+        """Send the frames in the order they were handed over: all those that wait go out
+        in one send (calls made together, as with ``asyncio.gather``, cost one)."""
+        try:
+            while True:
+                await self.wake_writer.wait()
+                self.wake_writer.clear()
+                while self.outgoing:
+                    batch, self.outgoing = self.outgoing, []
+                    await self.stream.send(batch[0] if len(batch) == 1 else b"".join(batch))
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
+            self.end("lost", f"the connection broke while sending ({exc or type(exc).__name__})")
+            with contextlib.suppress(Exception):
+                await self.stream.aclose()  # the reader wakes, and ends the link
+
+    async def _read(self) -> None:
+        reader = FrameReader(self.core._max_frame)
+        core = self.core
+        kind, reason = "lost", "the daemon closed the connection"
+        try:
+            while True:
+                data = await self.stream.receive(RECEIVE_BYTES)
+                told = False
+                for body in reader.frames(data):
+                    message = decode_from_daemon(body)
+                    if isinstance(message, Result):
+                        core._answered(message)
+                        future = self.waiting.get(message.id)
+                        if future is not None and not future.done():
+                            future.set_result(message)
+                    elif isinstance(message, Welcome):
+                        if not self.welcome.done():
+                            self.welcome.set_result(message)
+                    elif isinstance(message, Goodbye):
+                        welcomed = self.welcome.done()
+                        kind = "goodbye" if welcomed else "refused"
+                        reason = f"the daemon closed the connection: {message.message}"
+                        return
+                    else:
+                        told = core._took(self, message) or told
+                if told:
+                    core._acknowledge(self)
+        except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
+            if isinstance(exc.__cause__ or exc.__context__, ssl.SSLError):  # a TLS alert
+                kind, reason = "refused", _tls_reason(exc.__cause__ or exc.__context__)
+        except ssl.SSLError as exc:  # e.g. mutual TLS: the daemon wants a client certificate
+            kind, reason = "refused", _tls_reason(exc)
+        except WireError as exc:
+            reason = f"bad frame from the daemon: {exc}"
+        except OSError as exc:
+            reason = f"the connection broke: {exc.strerror or exc}"
+        finally:
+            if not self.welcome.done() and self.target.startswith("tls://"):  # refused at once
+                kind = "refused"
+                reason += (
+                    " before its welcome (a daemon with --tls-client-ca wants a client "
+                    "certificate it trusts: tls=ssl.SSLContext, with load_cert_chain)"
+                )
+            self.end(kind, reason)
+            self.tasks[1].cancel()  # the writer
+            with contextlib.suppress(Exception):
+                await self.stream.aclose()
+
+    def end(self, kind: str, reason: str) -> None:
+        """The connection is over: its calls fail, and the core hears it (once)."""
+        if self.ended:
+            return
+        self.ended = reason
+        self.refused = kind == "refused"
+        error = ConnectionError(f"{self.target}: {reason}")
+        for future in self.waiting.values():
+            if not future.done():
+                future.set_exception(error)
+        if not self.welcome.done():
+            self.welcome.set_exception(error)
+            self.welcome.exception()  # retrieved: start() raises it, or nobody waits
+        if self.core._link is self:
+            self.core._link = None
+            self.core._lost(kind, reason)
+
+    async def close(self, reason: str) -> None:
+        self.end("closed", reason)
+        for task in self.tasks:
+            if task is not asyncio.current_task():
+                task.cancel()
+        for task in self.tasks:
+            if task is not asyncio.current_task():
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
         with contextlib.suppress(Exception):
-            await self._stream.aclose()
+            await self.stream.aclose()
 
 
 def overridden(callback: ResourceManagerCallback) -> list[str]:

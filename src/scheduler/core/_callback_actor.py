@@ -44,16 +44,14 @@ class CallbackActor(Actor):
         self.callback = callback
         self.events = events  # the core's event log: every event this RM is sent, in order
         self.calls = 0
-        self.paused = False  # the RM lost its connection: its callback has nowhere to go
-        self.dropped = 0  # callback calls not made while paused
+        # The RM lost its connection: nobody answers predicates. Its other calls still go
+        # to the callback (a transport's stand-in keeps them for the RM to resume).
+        self.paused = False
 
     async def receive_batch(self, messages: list[object]) -> None:
         for kind, payload in _merge(messages):
             if kind == "event" and self.events is not None:
                 self.events.extend(payload)  # in the order the RM gets them, even if it raises
-            if self.paused:
-                self._drop(_METHOD_OF[kind])
-                continue
             method: Callable[[Any], Awaitable[Any]] = getattr(self.callback, _METHOD_OF[kind])
             self.calls += 1
             try:
@@ -75,7 +73,6 @@ class CallbackActor(Actor):
                 allocate=message.allocate,
             )
             if self.paused:
-                self._drop("predicates")
                 return False  # nobody to ask: the node is refused
             try:
                 return bool(await self.callback.predicates(args))
@@ -99,7 +96,6 @@ class CallbackActor(Actor):
             start_index=message.start_index,
         )
         if self.paused:
-            self._drop("preemption_predicates")
             return refuse_preemption()  # nobody to ask, nor to hear of the victims: refused
         if not overrides(self.callback, "preemption_predicates"):
             return accept_preemption(args)
@@ -113,17 +109,6 @@ class CallbackActor(Actor):
             )
             return refuse_preemption()
         return answer
-
-    def _drop(self, method: str) -> None:
-        """A call the Paused RM does not get: counted, the first one logged."""
-        if not self.dropped:
-            logger.bind(rm_id=self.rm_id).warning(
-                "resource manager {} is Paused: {} and what follows are dropped until it "
-                "registers again or is Stopped",
-                self.rm_id,
-                method,
-            )
-        self.dropped += 1
 
 
 def _merge(messages: list[object]) -> list[tuple[str, Any]]:

@@ -25,7 +25,7 @@ from scheduler.config._parser import SchedulerConfig, parse_config
 from scheduler.config._timeouts import Timeouts
 from scheduler.core._callback_actor import CallbackActor
 from scheduler.core._event_log import DEFAULT_CAPACITY, EventLog
-from scheduler.core._events import ConfigUpdated, Query
+from scheduler.core._events import ConfigUpdated, Query, RMPaused
 from scheduler.core._partition_actor import PartitionActor
 from scheduler.core._proxy import RMProxy, RMRecord, check_rm_id
 from scheduler.core._views import config_info
@@ -64,7 +64,15 @@ class _Registration:
 
     @property
     def dropped(self) -> int:
-        return self.callback.dropped if self.callback is not None else 0
+        """Callback calls the RM's connection lost (a transport's stand-in counts them as
+        ``dropped``: what it could not keep for the RM to resume)."""
+        callback = self.callback.callback if self.callback is not None else None
+        return int(getattr(callback, "dropped", 0))
+
+    def tell_partitions(self, message: object) -> None:
+        for actor in self.actors.values():
+            if actor.actor_ref.alive:
+                actor.actor_ref.tell(message)
 
 
 class _RMTimeout:
@@ -245,12 +253,14 @@ class Core:
         ``Paused``, and ``Stopped`` after ``timeouts.rm_paused`` seconds of the core's
         clock unless it registers again. Returns whether it was paused.
 
-        While Paused the core keeps its state and keeps scheduling, but the RM's callback
-        has nowhere to go: its calls are dropped and counted (``droppedCallbacks`` in
-        ``get_resource_managers``; the first one is logged), predicates refuse the node,
-        and events still go to ``events``. Its partitions stay its own. When Stopped, its
-        partitions, queues, applications and nodes are dropped, as a registration again
-        drops them, and its id and partitions are free.
+        While Paused the core keeps its state, and its partitions stay its own, but they
+        make no allocation, release or rejection of their own accord: no pass and no
+        preemption runs for them (the RM could not hear of the outcome), and predicates
+        refuse the node. What still happens (a placeholder's or a gang's timeout, an
+        application's state) goes to the callback as before: a transport keeps it for the
+        RM to resume (``rm_reconnected``). When Stopped, its partitions, queues,
+        applications and nodes are dropped, as a registration again drops them, and its
+        id and partitions are free.
 
         Args:
             rm_id: the RM whose connection is lost.
@@ -271,6 +281,7 @@ class Core:
         reg.since = self.clock.now()
         if reg.callback is not None:
             reg.callback.paused = True
+        reg.tell_partitions(RMPaused(paused=True))
         if self._lifecycle is None or not self._lifecycle.alive:
             self._lifecycle = self.system.spawn(_Lifecycle(self), name="core/rm-lifecycle")
         reg.timer = self.system.timers.after(
@@ -281,6 +292,39 @@ class Core:
             "registers again",
             rm_id,
             self.timeouts.rm_paused,
+        )
+        return True
+
+    def is_registered(self, rm_id: str, callback: object) -> bool:
+        """``rm_id`` is registered (Running or Paused) with ``callback``."""
+        reg = self._registrations.get(rm_id)
+        return reg is not None and reg.callback is not None and reg.callback.callback is callback
+
+    def rm_reconnected(self, rm_id: str, callback: object) -> bool:
+        """A Paused RM is back on a new connection with its session (a transport calls
+        this once it resumed the session: what it kept for the RM is on its way). The RM is
+        ``Running`` again with all its state: its timeout is cancelled, its partitions
+        schedule again and its predicates are asked. Returns whether ``rm_id`` is
+        registered with ``callback`` (Running already, when the transport has not yet
+        seen its old connection go); False when it was Stopped or registered again since.
+        """
+        reg = self._registrations.get(rm_id)
+        if reg is None or reg.callback is None or reg.callback.callback is not callback:
+            return False
+        if reg.state != PAUSED:
+            return True
+        if reg.timer is not None:
+            reg.timer.cancel()
+            reg.timer = None
+        paused_for = self.clock.now() - reg.since
+        reg.state = RUNNING
+        reg.since = self.clock.now()
+        reg.callback.paused = False
+        reg.tell_partitions(RMPaused(paused=False))
+        logger.bind(rm_id=rm_id).info(
+            "resource manager {} resumed its session after {:.3g}s Paused: Running",
+            rm_id,
+            paused_for,
         )
         return True
 
@@ -493,8 +537,9 @@ class Core:
         """Every RM the core knows, by id: ``rmID``, ``state`` (``Running``, ``Paused``
         or ``Stopped``, the spec's names), ``since`` (when it entered that state, in
         nanoseconds of the core's clock, as ``state_dump``'s ``timestamp``), its
-        ``partitions``, ``droppedCallbacks`` (callback calls it did not get while
-        Paused), and for a Paused RM ``stopsAt``. The latest 1000 Stopped RMs are kept.
+        ``partitions``, ``droppedCallbacks`` (callback calls its transport lost: more than
+        it keeps for a Paused RM to resume), and for a Paused RM ``stopsAt``. The latest
+        1000 Stopped RMs are kept.
         """
         out: dict[str, dict[str, Any]] = dict(self._stopped)
         for rm_id, reg in self._registrations.items():

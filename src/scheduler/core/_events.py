@@ -165,6 +165,14 @@ class PreemptionDue(Event, frozen=True, kw_only=True):
     """An ask that waited for its preemption delay (or to try again) may preempt now."""
 
 
+class RMPaused(Event, frozen=True, kw_only=True):
+    """The partition's RM lost its connection (``paused``) or resumed it: a Paused RM's
+    partition makes no allocation, release or rejection of its own accord (no pass, no
+    preemption) until it resumes."""
+
+    paused: bool
+
+
 class QueueTimer(Event, frozen=True, kw_only=True):
     """Remove a dynamic queue if it is still empty."""
 

@@ -50,6 +50,7 @@ from scheduler.core._events import (
     Query,
     ReservationDue,
     Retire,
+    RMPaused,
 )
 from scheduler.core._node_flows import PartitionNodes
 from scheduler.core._outstanding import InspectOutstanding, OutstandingRequests
@@ -104,6 +105,7 @@ class PartitionActor(Actor):
         self._predicates = predicates  # the RM checks predicates: one proposal at a time
         self._directory = directory
         self._checking = False  # a proposal is out with the RM's predicates
+        self._paused = False  # the RM lost its connection: no pass until it resumes
         self._unpublished: list[str] = []  # new application actors the proxy does not know
         self._reservation_timer: TimerHandle | None = None
         self._preemption_timer: TimerHandle | None = None
@@ -177,6 +179,10 @@ class PartitionActor(Actor):
                 pass  # on_drained goes on with the pass
             case ReservationDue():
                 self.partition.wake()
+            case RMPaused(paused=paused):
+                self._paused = paused
+                if not paused:
+                    self.partition.wake()  # what waited while the RM was away
             case PreemptionDue():
                 self._preemption_timer = None
                 self.partition.schedule_pending = True  # a pass, then the round
@@ -365,7 +371,7 @@ class PartitionActor(Actor):
     # ====================================================================== the pass
     def on_drained(self) -> None:
         p = self.partition
-        woke = p.schedule_pending
+        woke = p.schedule_pending and not self._paused
         if woke and not self._checking:
             if self._predicates:
                 self._checking = True

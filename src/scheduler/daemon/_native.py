@@ -14,8 +14,8 @@ memory.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, cast
 
 import anyio
 from anyio.abc import ByteStream, Listener
@@ -23,6 +23,7 @@ from loguru import logger
 
 from scheduler import si
 from scheduler._errors import NotFoundError, SchedulerError
+from scheduler.daemon._outbox import Outbox
 from scheduler.si._callback import ResourceManagerCallback, refuse_preemption
 from scheduler.si._wire import (
     MAX_FRAME,
@@ -44,9 +45,12 @@ from scheduler.si._wire import (
     PreemptionPredicatesAsk,
     PreemptionReply,
     QueryCall,
+    Received,
     RegisterCall,
     Result,
+    ResumeCall,
     SchedulingStatePush,
+    Told,
     Welcome,
     WireError,
     decode_from_rm,
@@ -153,6 +157,15 @@ class NativeServer:
         self.config = ""
         self.sessions: set[Session] = set()
         self.rm_ids: set[str] = set()  # RMs registered through this server
+        # The outbox of each RM registered here, kept while it may resume its session.
+        self.outboxes: dict[str, Outbox[bytes]] = {}
+
+    def forget_gone(self) -> None:
+        """Drop the outboxes of RMs that are away and no longer registered with them
+        (Stopped, or registered again elsewhere)."""
+        for rm_id, box in list(self.outboxes.items()):
+            if box.owner is None and not self.core.is_registered(rm_id, box.callback):
+                del self.outboxes[rm_id]
 
     async def serve(self, listener: Listener[Any]) -> None:
         """Take connections until cancelled; each is served in a task of the listener's."""
@@ -197,7 +210,11 @@ class Session:
         self._farewell = ""  # said after the last answer (a graceful shutdown)
         self._scope: anyio.CancelScope | None = None
         self.rm_id = ""
-        self._callback: ResourceManagerCallback | None = None  # registered with the core
+        # The outboxes of the RMs registered (or resumed) here, by session token; the
+        # latest is sent once the call's result is queued (``_attach``).
+        self.outboxes: dict[str, Outbox[bytes]] = {}
+        self.outbox: Outbox[bytes] | None = None
+        self._attach = False
         self.peer = _peer(stream)
         self.log = _log.bind(peer=self.peer)
 
@@ -222,9 +239,11 @@ class Session:
             for event in self._replies.values():
                 event.set()  # predicates waiting for this RM: refused
             self.close_queues()
-            if lost and self.rm_id and not self._farewell:
-                # no goodbye of a daemon that stops: the RM is Paused (Core.rm_disconnected)
-                self.server.core.rm_disconnected(self.rm_id, self._callback)
+            for box in self.outboxes.values():
+                if box.detach(self) and lost and not self._farewell:
+                    # no goodbye of a daemon that stops: the RM is Paused
+                    # (Core.rm_disconnected), its outbox keeps what it is sent to resume
+                    self.server.core.rm_disconnected(box.rm_id, box.callback)
             with anyio.CancelScope(shield=True), anyio.move_on_after(1):
                 await self.stream.aclose()
 
@@ -285,7 +304,11 @@ class Session:
                     if not self._hello(message):
                         return
                     continue
-                if isinstance(message, CallbackReply | PreemptionReply):
+                if isinstance(message, Received):
+                    box = self.outboxes.get(message.session)
+                    if box is not None:
+                        box.ack(0, message.count)
+                elif isinstance(message, CallbackReply | PreemptionReply):
                     self._reply(message)
                 elif isinstance(message, Hello):
                     self.close("a second hello")
@@ -370,6 +393,11 @@ class Session:
             result = await self._call(call)
             del call  # the request and its asks are freed before the next call is read
             self._queue(encode(result))
+            if self._attach and self.outbox is not None:
+                # registered or resumed: what the RM has not had goes out after the result
+                self._attach = False
+                for _, frame in self.outbox.attach(self):
+                    self._queue(frame)
 
     async def _call(self, call: Call) -> Result:
         core = self.server.core
@@ -377,6 +405,8 @@ class Session:
             value: Any = None
             if isinstance(call, RegisterCall):
                 value = await self._register(call)
+            elif isinstance(call, ResumeCall):
+                self._resume(call)
             elif isinstance(call, NodeCall):
                 self.limits.check_ids("node", (n.node_id for n in call.request.nodes))
                 await core.update_node(call.request)
@@ -401,15 +431,46 @@ class Session:
         request = call.request
         if not request.config and self.server.config:
             request.config = self.server.config
-        overrides = set(call.overrides)
-        callback = _stand_in(self, overrides)
-        response = await self.server.core.register_resource_manager(request, callback)
-        self.rm_id = request.rm_id
-        self._callback = callback
+        outbox: Outbox[bytes] = Outbox(request.rm_id, self.limits.max_backlog)
+        outbox.callback = callback = _stand_in(outbox, set(call.overrides))
+        await self.server.core.register_resource_manager(request, callback)
+        self._own(outbox)
+        self.server.forget_gone()
+        self.server.outboxes[request.rm_id] = outbox
         self.server.rm_ids.add(request.rm_id)
-        self.log = self.log.bind(rm_id=self.rm_id)
         self.log.info("resource manager {} registered from {}", self.rm_id, self.peer)
-        return response
+        return {"session": outbox.token}
+
+    def _resume(self, call: ResumeCall) -> None:
+        """The RM resumes its session: Running again, and what it has not received goes
+        out after the result (``Outbox``)."""
+        gone = (
+            f"resource manager {call.rm_id!r} has no session to resume here (the daemon "
+            "restarted, or the RM was Stopped or registered again): register again and recover"
+        )
+        outbox = self.server.outboxes.get(call.rm_id)
+        if outbox is None:
+            raise NotFoundError(gone)
+        outbox.resume(call.session, {0: call.received})
+        if not self.server.core.rm_reconnected(call.rm_id, outbox.callback):
+            self.server.outboxes.pop(call.rm_id, None)
+            raise NotFoundError(gone)
+        old = outbox.owner
+        if isinstance(old, Session) and old is not self:  # its loss not yet seen
+            old.close("the resource manager resumed its session on another connection")
+        self._own(outbox)
+        self.log.info("resource manager {} resumed its session from {}", self.rm_id, self.peer)
+
+    def _own(self, outbox: Outbox[bytes]) -> None:
+        for token, box in list(self.outboxes.items()):
+            if box.rm_id == outbox.rm_id:  # registered again on this connection
+                box.detach(self)
+                del self.outboxes[token]
+        self.outboxes[outbox.token] = outbox
+        self.outbox = outbox
+        self.rm_id = outbox.rm_id
+        self._attach = True
+        self.log = _log.bind(peer=self.peer, rm_id=self.rm_id)
 
     async def _query(self, call: QueryCall) -> Any:
         expected = QUERIES.get(call.method)
@@ -470,38 +531,39 @@ class Session:
             event.set()
 
 
-def _stand_in(session: Session, overrides: set[str]) -> ResourceManagerCallback:
+# What each callback method tells the RM, as the frame that carries it.
+_TOLD: dict[str, Callable[[Any], Told]] = {
+    "update_allocation": lambda response: AllocationPush(response=response),
+    "update_application": lambda response: ApplicationPush(response=response),
+    "update_node": lambda response: NodePush(response=response),
+    "send_event": lambda events: EventsPush(events=events),
+    "update_container_scheduling_state": lambda request: SchedulingStatePush(request=request),
+}
+
+
+def _stand_in(outbox: Outbox[bytes], overrides: set[str]) -> ResourceManagerCallback:
     """The RM's callback inside the core: it overrides what the RM's own callback
-    overrides, and each method hands its argument to the session."""
-    namespace: dict[str, Any] = {}
-    if "update_allocation" in overrides:
+    overrides. What it is told goes into the RM's outbox (and to the session that owns
+    it, if one does); its questions go to that session, and are refused while none does.
+    ``dropped`` counts what the outbox could not keep."""
 
-        async def update_allocation(self: Any, response: si.AllocationResponse) -> None:
-            session.push(encode(AllocationPush(response=response)))
+    def teller(wrap: Callable[[Any], Told]) -> Callable[[Any, Any], Awaitable[None]]:
+        async def tell(self: Any, payload: Any) -> None:
+            frame = encode(wrap(payload))
+            if outbox.push(0, frame):
+                cast(Session, outbox.owner).push(frame)
 
-        namespace["update_allocation"] = update_allocation
-    if "update_application" in overrides:
+        return tell
 
-        async def update_application(self: Any, response: si.ApplicationResponse) -> None:
-            session.push(encode(ApplicationPush(response=response)))
-
-        namespace["update_application"] = update_application
-    if "update_node" in overrides:
-
-        async def update_node(self: Any, response: si.NodeResponse) -> None:
-            session.push(encode(NodePush(response=response)))
-
-        namespace["update_node"] = update_node
-    if "send_event" in overrides:
-
-        async def send_event(self: Any, events: list[si.EventRecord]) -> None:
-            session.push(encode(EventsPush(events=events)))
-
-        namespace["send_event"] = send_event
+    namespace: dict[str, Any] = {
+        method: teller(wrap) for method, wrap in _TOLD.items() if method in overrides
+    }
+    namespace["dropped"] = property(lambda self: outbox.dropped)
     if "predicates" in overrides:
 
         async def predicates(self: Any, args: si.PredicatesArgs) -> bool:
-            return await session.ask_predicates(args)
+            owner = outbox.owner
+            return isinstance(owner, Session) and await owner.ask_predicates(args)
 
         namespace["predicates"] = predicates
     if "preemption_predicates" in overrides:
@@ -509,17 +571,12 @@ def _stand_in(session: Session, overrides: set[str]) -> ResourceManagerCallback:
         async def preemption_predicates(
             self: Any, args: si.PreemptionPredicatesArgs
         ) -> si.PreemptionPredicatesResponse:
-            return await session.ask_preemption_predicates(args)
+            owner = outbox.owner
+            if not isinstance(owner, Session):
+                return refuse_preemption()
+            return await owner.ask_preemption_predicates(args)
 
         namespace["preemption_predicates"] = preemption_predicates
-    if "update_container_scheduling_state" in overrides:
-
-        async def update_container_scheduling_state(
-            self: Any, request: si.UpdateContainerSchedulingStateRequest
-        ) -> None:
-            session.push(encode(SchedulingStatePush(request=request)))
-
-        namespace["update_container_scheduling_state"] = update_container_scheduling_state
     cls = type("RemoteResourceManager", (ResourceManagerCallback,), namespace)
     return cls()  # type: ignore[no-any-return]
 

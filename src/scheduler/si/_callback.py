@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import inspect
+from typing import Literal
+
+import msgspec
 
 from scheduler import si
 from scheduler._errors import SchedulerError
@@ -10,12 +13,33 @@ from scheduler._errors import SchedulerError
 __all__ = [
     "CALLBACK_METHODS",
     "OPTIONAL_CALLBACK_METHODS",
+    "ConnectionClosed",
     "ResourceManagerCallback",
     "accept_preemption",
     "check_callback",
     "overrides",
     "refuse_preemption",
 ]
+
+
+class ConnectionClosed(msgspec.Struct, frozen=True, kw_only=True):
+    """How a connection to a daemon ended (``scheduler.client``): what
+    ``RemoteCore.closed`` holds, ``RemoteCore.wait_closed()`` returns, and
+    ``ResourceManagerCallback.connection_lost`` hears.
+
+    Attributes:
+        kind: ``"goodbye"`` (the daemon closed it and said why: it stops, or the RM broke
+            a limit), ``"lost"`` (it broke, or the daemon went without a word),
+            ``"refused"`` (the daemon would not take it: a wrong token, another protocol
+            version, TLS), or ``"closed"`` (the RM closed it).
+        reason: In words, as the ``ConnectionError`` of a call on it says.
+        final: No reconnection follows (``connect`` without ``reconnect=``, a refusal,
+            the RM's own close, or reconnecting gave up).
+    """
+
+    kind: Literal["goodbye", "lost", "refused", "closed"]
+    reason: str
+    final: bool = True
 
 
 class ResourceManagerCallback:
@@ -64,6 +88,11 @@ class ResourceManagerCallback:
         queue's quota holds it. Sent when an ask's state changes, at most once per
         ``Timeouts.outstanding``; the core inspects pending asks only for an RM that
         overrides this method."""
+
+    async def connection_lost(self, closed: ConnectionClosed) -> None:
+        """The connection to the daemon ended (called by ``scheduler.client`` only, after
+        every callback the daemon sent before): why, and whether the client reconnects
+        (``closed.final`` is False while ``connect(..., reconnect=...)`` tries again)."""
 
 
 # The methods every callback must have (``check_callback``).

@@ -31,7 +31,10 @@ __all__ = [
     "PreemptionPredicatesAsk",
     "PreemptionReply",
     "Push",
+    "Received",
     "Result",
+    "ResumeCall",
+    "Told",
     "Welcome",
     "WireError",
     "decode_from_daemon",
@@ -39,7 +42,9 @@ __all__ = [
     "encode",
 ]
 
-PROTOCOL_VERSION: Final = 1
+# 2: sessions resume (``ResumeCall``), and the RM acknowledges what it received
+# (``Received``); ``register``'s result names the session.
+PROTOCOL_VERSION: Final = 2
 MAX_FRAME: Final = 64 * 1024 * 1024  # bytes; the daemon's --max-frame default
 # The most one read of the stream takes. asyncio reads up to 256 KiB at a time and anyio
 # copies a chunk it has to cut down to the size asked for: ask for more than that.
@@ -116,8 +121,38 @@ class PreemptionReply(_Envelope, tag="preemption_reply"):
     response: si.PreemptionPredicatesResponse
 
 
-Call = RegisterCall | NodeCall | ApplicationCall | AllocationCall | ConfigurationCall | QueryCall
-FromRM = Hello | Call | CallbackReply | PreemptionReply
+class ResumeCall(_Envelope, tag="resume"):
+    """Resume the session of a registered RM on a new connection (its old one was lost):
+    the daemon sends what the RM has not received, then goes on as before. ``received``
+    counts the pushes (``AllocationPush``, ``ApplicationPush``, ``NodePush``,
+    ``EventsPush``, ``SchedulingStatePush``) the RM had since the ``register`` result of
+    its session; ``overrides`` as ``RegisterCall``'s."""
+
+    id: int
+    rm_id: str
+    session: str
+    received: int
+    overrides: list[str] = []
+
+
+class Received(_Envelope, tag="received"):
+    """The RM has received ``count`` pushes in session ``session`` (counted as for
+    ``ResumeCall``): the daemon need not keep them for a resume."""
+
+    session: str
+    count: int
+
+
+Call = (
+    RegisterCall
+    | ResumeCall
+    | NodeCall
+    | ApplicationCall
+    | AllocationCall
+    | ConfigurationCall
+    | QueryCall
+)
+FromRM = Hello | Call | CallbackReply | PreemptionReply | Received
 
 
 # ===================================================================== daemon -> RM
@@ -173,6 +208,8 @@ class Goodbye(_Envelope, tag="bye"):
     message: str
 
 
+# What the RM's callback is told (kept for a resume and counted in ``Received``).
+Told = AllocationPush | ApplicationPush | NodePush | EventsPush | SchedulingStatePush
 Push = (
     AllocationPush
     | ApplicationPush
