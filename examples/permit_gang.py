@@ -19,7 +19,8 @@ import asyncio
 
 import scheduler
 from scheduler import si
-from scheduler.testing import ManualClock, gang_tags
+from scheduler import gang_tags
+from scheduler.testing import ManualClock
 
 RM = "rm-1"
 GI = 1024**3

@@ -26,6 +26,7 @@ from loguru import logger as _logger
 from scheduler._errors import ConfigError, NotFoundError, SchedulerError
 from scheduler.config._timeouts import Timeouts
 from scheduler.core import Core, start_scheduler, tune_gc
+from scheduler.objects._gang_tags import gang_tags
 from scheduler.si._callback import ResourceManagerCallback
 
 _logger.disable("scheduler")  # a library adds no sinks and stays quiet unless enabled
@@ -42,6 +43,7 @@ __all__ = [
     "ResourceManagerCallback",
     "SchedulerError",
     "Timeouts",
+    "gang_tags",
     "start_scheduler",
     "tune_gc",
 ]

@@ -7,7 +7,6 @@ point) wraps these in fixtures; ``docs/testing.md`` shows both."""
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import select
 import signal
@@ -25,6 +24,7 @@ from actors import ManualClock
 from scheduler import si
 from scheduler.client import RemoteCore
 from scheduler.core import Core, start_scheduler
+from scheduler.objects._gang_tags import gang_tags  # also here: tests used it from here first
 from scheduler.si._callback import ResourceManagerCallback
 
 __all__ = [
@@ -170,43 +170,6 @@ class RecordingCallback(ResourceManagerCallback):
     @property
     def rejected_nodes(self) -> list[si.RejectedNode]:
         return [n for r in self.node_responses for n in r.rejected]
-
-
-def gang_tags(
-    name: str,
-    min_available: int,
-    *,
-    total_number: int | None = None,
-    mode: str | None = None,
-    waiting_time: str | None = None,
-    groups: list[str] | None = None,
-    namespace: str | None = None,
-) -> dict[str, str]:
-    """The ask tags that make an ask a member of a permit gang (Koordinator's annotations,
-    in YuniKorn's SI convention): ``gang_tags("g1", 3, mode="NonStrict")``.
-
-    Args:
-        name: The gang's name; its id is ``<namespace>/<name>``.
-        min_available: Members needed before any of them reaches the RM.
-        total_number: Members in all (defaults to ``min_available``).
-        mode: ``"Strict"`` (the default) or ``"NonStrict"``.
-        waiting_time: A Go duration such as ``"600s"`` (the default) or ``"1h30m"``.
-        groups: The gang ids of its GangGroup, ``["default/g1", "default/g2"]``.
-        namespace: The namespace tag (``default`` when absent).
-    """
-    prefix = "kubernetes.io/annotation/gang.scheduling.koordinator.sh/"
-    tags = {prefix + "name": name, prefix + "min-available": str(min_available)}
-    if total_number is not None:
-        tags[prefix + "total-number"] = str(total_number)
-    if mode is not None:
-        tags[prefix + "mode"] = mode
-    if waiting_time is not None:
-        tags[prefix + "waiting-time"] = waiting_time
-    if groups is not None:
-        tags[prefix + "groups"] = json.dumps(groups)
-    if namespace is not None:
-        tags["kubernetes.io/meta/namespace"] = namespace
-    return tags
 
 
 #: Resources of a node when :meth:`Scenario.add_nodes` is given none.
@@ -358,7 +321,8 @@ class Scenario:
             key: The allocation key; ``<app_id>-ask-<n>`` by default.
             count: ``max_allocations`` of the ask.
             task_group: The task group of a gang's real ask (its placeholders are replaced).
-            tags: The ask's tags (:func:`gang_tags` makes it a permit gang member).
+            tags: The ask's tags (:func:`scheduler.gang_tags` makes it a permit gang
+                member).
             priority: The ask's priority.
             resources: One allocation's resources.
 

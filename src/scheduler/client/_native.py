@@ -247,6 +247,23 @@ class RemoteCore(Lifeline):
         result: dict[str, Any] = await self._query("get_node", partition, node_id)
         return result
 
+    async def get_nodes(self, partition: str) -> list[dict[str, Any]]:
+        result: list[dict[str, Any]] = await self._query("get_nodes", partition)
+        return result
+
+    async def get_applications(self, partition: str) -> list[dict[str, Any]]:
+        result: list[dict[str, Any]] = await self._query("get_applications", partition)
+        return result
+
+    async def get_events(
+        self, start: int | None = None, count: int | None = None
+    ) -> dict[str, Any]:
+        """As the in-process core's (``Core.get_events``): a page of the events the
+        daemon's core sent to the RMs (the daemon checks the arguments)."""
+        args = ["" if value is None else str(value) for value in (start, count)]
+        result: dict[str, Any] = await self._query("get_events", *args)
+        return result
+
     async def get_user_usage(self, partition: str) -> list[dict[str, Any]]:
         result: list[dict[str, Any]] = await self._query("get_user_usage", partition)
         return result

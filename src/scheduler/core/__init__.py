@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from scheduler.core._core import Core, start_scheduler
 from scheduler.core._counters import ATTEMPTS, LATENCY_BUCKETS, SUBMISSIONS, SchedulingCounters
-from scheduler.core._event_log import DEFAULT_SUBSCRIBER_LIMIT, Subscription
+from scheduler.core._event_log import DEFAULT_SUBSCRIBER_LIMIT, Subscription, event_record
 from scheduler.core._gc import tune_gc
 from scheduler.objects._application import TERMINAL_STATES, AppState
 
@@ -41,6 +41,7 @@ __all__ = [
     "Core",
     "SchedulingCounters",
     "Subscription",
+    "event_record",
     "start_scheduler",
     "tune_gc",
 ]

@@ -496,6 +496,36 @@ class Core:
         )
         return info
 
+    async def get_nodes(self, partition: str) -> list[dict[str, Any]]:
+        """Every node of a partition, as ``GET /ws/v1/partition/{p}/nodes``."""
+        nodes: list[dict[str, Any]] = await self.query(partition, "nodes")
+        return nodes
+
+    async def get_applications(self, partition: str) -> list[dict[str, Any]]:
+        """Every application of a partition, in any state, as
+        ``GET /ws/v1/partition/{p}/applications`` (without a ``state``)."""
+        part: dict[str, Any] = await self.query(partition, "applications")
+        apps: list[dict[str, Any]] = [*part["applications"], *part["terminatedApplications"]]
+        return apps
+
+    async def get_events(
+        self, start: int | None = None, count: int | None = None
+    ) -> dict[str, Any]:
+        """A page of the events the core sent to the RMs (``events``), as
+        ``GET /ws/v1/events/batch?start=&count=``: ``InstanceUUID``, ``LowestID``,
+        ``HighestID`` and up to ``count`` ``EventRecords`` from id ``start`` (default: the
+        oldest kept; none when ``start`` is no longer or not yet kept).
+
+        Raises:
+            SchedulerError: ``start`` is negative or ``count`` is not positive.
+        """
+        for name, value, least in (("start", start, 0), ("count", count, 1)):
+            if value is not None and (type(value) is not int or value < least):
+                raise SchedulerError(
+                    f"get_events: {name} must be an int of at least {least}, got {value!r}"
+                )
+        return self._events.batch(start, count)
+
     async def get_user_usage(self, partition: str) -> list[dict[str, Any]]:
         """What each user runs below each queue, against its limits, as
         ``GET /ws/v1/partition/{p}/usage/users`` (YuniKorn 1.3+) shows it.

@@ -19,11 +19,17 @@ import uuid
 from collections import deque
 from collections.abc import Iterable
 from itertools import islice
-from typing import Final
+from typing import Any, Final
 
 from scheduler import si
 
-__all__ = ["DEFAULT_CAPACITY", "DEFAULT_SUBSCRIBER_LIMIT", "EventLog", "Subscription"]
+__all__ = [
+    "DEFAULT_CAPACITY",
+    "DEFAULT_SUBSCRIBER_LIMIT",
+    "EventLog",
+    "Subscription",
+    "event_record",
+]
 
 #: Events the log keeps (YuniKorn's ``event.ringBufferCapacity`` defaults to 100,000).
 DEFAULT_CAPACITY: Final = 10_000
@@ -161,6 +167,16 @@ class EventLog:
         last = min(first + count, len(self._records))
         return list(islice(self._records, first, last))
 
+    def batch(self, start: int | None = None, count: int | None = None) -> dict[str, Any]:
+        """A page of the log as YuniKorn 1.4+'s ``/ws/v1/events/batch`` answers it:
+        ``InstanceUUID``, ``LowestID``, ``HighestID`` and ``EventRecords`` (``get``'s)."""
+        return {
+            "InstanceUUID": self.instance_uuid,
+            "LowestID": self.lowest_id,
+            "HighestID": self.highest_id,
+            "EventRecords": [event_record(r) for r in self.get(start, count)],
+        }
+
     def recent(self, count: int) -> list[si.EventRecord]:
         """The newest ``count`` events, oldest first."""
         if count <= 0:
@@ -193,3 +209,16 @@ class EventLog:
             f"<EventLog ids={self.lowest_id}..{self.highest_id} kept={len(self._records)}/"
             f"{self.capacity} subscribers={len(self._subscribers)}>"
         )
+
+
+def event_record(record: si.EventRecord) -> dict[str, Any]:
+    """An event as YuniKorn's web service shows an ``si.EventRecord``; the SI's
+    ``groupID`` is named ``referenceID`` as in SI 1.4+, ``reason`` is kept."""
+    return {
+        "type": int(record.type),
+        "objectID": record.object_id,
+        "referenceID": record.group_id,
+        "reason": record.reason,
+        "message": record.message,
+        "timestampNano": record.timestamp_nano,
+    }

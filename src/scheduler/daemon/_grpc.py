@@ -36,7 +36,7 @@ from scheduler import si
 from scheduler._errors import NotFoundError, SchedulerError
 from scheduler.daemon._address import cannot_listen, host_port
 from scheduler.daemon._batching import chunks_within, join_requests, joined
-from scheduler.daemon._native import QUERIES, Limits, stop_own_rm
+from scheduler.daemon._native import Limits, run_query, stop_own_rm
 from scheduler.si import si_pb2 as pb
 from scheduler.si._callback import (
     CALLBACK_METHODS,
@@ -59,7 +59,6 @@ TOKEN_KEY = "x-scheduler-token"
 CALLBACKS_KEY = "x-scheduler-callbacks"
 ERROR_KEY = "x-scheduler-error"
 
-_QUERIES = {method: args for method, args in QUERIES.items() if method != "settle"}
 _CALLBACKS = frozenset((*CALLBACK_METHODS, *OPTIONAL_CALLBACK_METHODS))
 # A plain SI client hears the responses on its streams and nothing else.
 _PLAIN_CALLBACKS = frozenset(("update_allocation", "update_application", "update_node"))
@@ -291,16 +290,12 @@ class GrpcServer:
         method, args = request.method, list(request.args)
 
         async def run(session: GrpcSession) -> pb.QueryResponse:
-            expected = _QUERIES.get(method)
-            if expected is None:
+            if method == "settle":  # the extension has a call of its own for it
                 raise SchedulerError(f"unknown query {method!r}")
-            if len(args) != expected:
-                raise SchedulerError(f"{method} takes {expected} arguments, got {len(args)}")
-            if method == "stop_resource_manager":
+            if method == "stop_resource_manager" and len(args) == 1:
                 await session.stop(args[0])
                 return pb.QueryResponse(json="null")
-            function: Callable[..., Awaitable[Any]] = getattr(self.core, method)
-            value = await function(*args)
+            value = await run_query(self.core, method, args)
             return pb.QueryResponse(json=_JSON.encode(value).decode())
 
         result: pb.QueryResponse = await self._unary(context, "", run)

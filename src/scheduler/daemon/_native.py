@@ -81,8 +81,32 @@ QUERIES: dict[str, int] = {
     "state_dump": 0,
     "get_resource_managers": 0,
     "get_config": 0,
+    "get_nodes": 1,
+    "get_applications": 1,
+    "get_events": 2,  # start, count: decimal, or "" for the default
     "stop_resource_manager": 1,  # only the RM of the calling connection
 }
+
+
+async def run_query(core: Core, method: str, args: list[str]) -> Any:
+    """One of ``QUERIES`` (not ``stop_resource_manager``, which is the connection's), by
+    name with its string arguments, as either transport receives it."""
+    expected = QUERIES.get(method)
+    if expected is None:
+        raise SchedulerError(f"unknown query {method!r}")
+    if len(args) != expected:
+        raise SchedulerError(f"{method} takes {expected} arguments, got {len(args)}")
+    if method == "get_events":
+        start, count = (None if not arg else _decimal(method, arg) for arg in args)
+        return await core.get_events(start, count)
+    function: Callable[..., Awaitable[Any]] = getattr(core, method)
+    return await function(*args)
+
+
+def _decimal(method: str, arg: str) -> int:
+    if not arg.isdecimal() or len(arg) > 19:
+        raise SchedulerError(f"{method}: {arg!r} is not a number")
+    return int(arg)
 
 
 async def stop_own_rm(core: Core, mine: str, rm_id: str, log: Any) -> None:
@@ -473,15 +497,9 @@ class Session:
         self.log = _log.bind(peer=self.peer, rm_id=self.rm_id)
 
     async def _query(self, call: QueryCall) -> Any:
-        expected = QUERIES.get(call.method)
-        if expected is None:
-            raise SchedulerError(f"unknown query {call.method!r}")
-        if len(call.args) != expected:
-            raise SchedulerError(f"{call.method} takes {expected} arguments, got {len(call.args)}")
-        if call.method == "stop_resource_manager":
+        if call.method == "stop_resource_manager" and len(call.args) == 1:
             return await self._stop(call.args[0])
-        method: Callable[..., Any] = getattr(self.server.core, call.method)
-        return await method(*call.args)
+        return await run_query(self.server.core, call.method, call.args)
 
     async def _stop(self, rm_id: str) -> None:
         await stop_own_rm(self.server.core, self.rm_id, rm_id, self.log)

@@ -49,10 +49,9 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from scheduler import si
 from scheduler._errors import NotFoundError, SchedulerError
 from scheduler.config._parser import QUEUE_NAME_RE
-from scheduler.core import DEFAULT_SUBSCRIBER_LIMIT, AppState, Core, Subscription
+from scheduler.core import DEFAULT_SUBSCRIBER_LIMIT, AppState, Core, Subscription, event_record
 from scheduler.daemon._health import Dump, health_status, partition_name
 from scheduler.daemon._metrics import CoreCollector
 from scheduler.daemon._openapi import ACTIVE_STATUSES, APPLICATION_STATES, openapi_document
@@ -228,15 +227,7 @@ class _Api:
         if count == 0:
             raise HTTPException(400, '0 is not a valid value for "count"')
         start = _uint(request, "start", log.lowest_id)
-        records = log.get(start, count)
-        return JSONResponse(
-            {
-                "InstanceUUID": log.instance_uuid,
-                "LowestID": log.lowest_id,
-                "HighestID": log.highest_id,
-                "EventRecords": [event_record(r) for r in records],
-            }
-        )
+        return JSONResponse(log.batch(start, count))
 
     async def events_stream(self, request: Request) -> Response:
         history = _uint(request, "count", 0)
@@ -267,19 +258,6 @@ _PAGE_HEADERS: Final = {
 
 # =============================================================================== events
 NDJSON: Final = "application/x-ndjson"
-
-
-def event_record(record: si.EventRecord) -> dict[str, Any]:
-    """An event as YuniKorn's web service shows an ``si.EventRecord``; the SI's
-    ``groupID`` is named ``referenceID`` as in SI 1.4+, ``reason`` is kept."""
-    return {
-        "type": int(record.type),
-        "objectID": record.object_id,
-        "referenceID": record.group_id,
-        "reason": record.reason,
-        "message": record.message,
-        "timestampNano": record.timestamp_nano,
-    }
 
 
 def _line(doc: Any) -> bytes:

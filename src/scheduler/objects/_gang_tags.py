@@ -17,6 +17,7 @@ __all__ = [
     "TAG_GROUPS",
     "GangSpec",
     "GangTagError",
+    "gang_tags",
     "has_gang_tags",
     "parse_gang",
     "spec_conflict",
@@ -171,3 +172,40 @@ def spec_conflict(old: GangSpec, new: GangSpec) -> str:
     if old.groups != new.groups:
         return f"{TAG_GROUPS} {list(new.groups)} (the gang's is {list(old.groups)})"
     return ""
+
+
+def gang_tags(
+    name: str,
+    min_available: int,
+    *,
+    total_number: int | None = None,
+    mode: str | None = None,
+    waiting_time: str | None = None,
+    groups: list[str] | None = None,
+    namespace: str | None = None,
+) -> dict[str, str]:
+    """The ask tags that make an ask a member of a permit gang (Koordinator's annotations,
+    in YuniKorn's SI convention): ``AllocationAsk(tags=scheduler.gang_tags("g1", 3,
+    mode="NonStrict"), ...)``. Every member of a gang carries the same tags.
+
+    Args:
+        name: The gang's name; its id is ``<namespace>/<name>``.
+        min_available: Members needed before any of them reaches the RM.
+        total_number: Members in all (defaults to ``min_available``).
+        mode: ``"Strict"`` (the default) or ``"NonStrict"``.
+        waiting_time: A Go duration such as ``"600s"`` (the default) or ``"1h30m"``.
+        groups: The gang ids of its GangGroup, ``["default/g1", "default/g2"]``.
+        namespace: The namespace tag (``default`` when absent).
+    """
+    tags = {TAG_NAME: name, TAG_MIN_AVAILABLE: str(min_available)}
+    if total_number is not None:
+        tags[TAG_TOTAL_NUMBER] = str(total_number)
+    if mode is not None:
+        tags[TAG_MODE] = mode
+    if waiting_time is not None:
+        tags[TAG_WAITING_TIME] = waiting_time
+    if groups is not None:
+        tags[TAG_GROUPS] = json.dumps(groups)
+    if namespace is not None:
+        tags[TAG_NAMESPACE] = namespace
+    return tags

@@ -16,9 +16,9 @@ import pytest_asyncio
 
 import scheduler
 from scheduler import si
-from scheduler.core._event_log import EventLog, Subscription
+from scheduler.core._event_log import EventLog, Subscription, event_record
 from scheduler.daemon import _rest
-from scheduler.daemon._rest import event_record, make_app
+from scheduler.daemon._rest import make_app
 from scheduler.testing import ErrorWatch, RecordingCallback, Scenario, gang_tags, start_scenario
 
 from ..daemon.test_rest import conforms

@@ -6,6 +6,7 @@ malformed frames are refused without harm to other RMs; SIGTERM exits cleanly.""
 from __future__ import annotations
 
 import asyncio
+import inspect
 import os
 import socket
 import subprocess
@@ -21,7 +22,8 @@ import pytest
 
 import scheduler
 from scheduler import si
-from scheduler.client import connect
+from scheduler.client import RemoteCore, connect
+from scheduler.client._grpc import GrpcRemoteCore
 from scheduler.si._wire import PROTOCOL_VERSION
 from scheduler.testing import DaemonProcess, ManualClock, RecordingCallback, Scenario, gang_tags
 
@@ -113,10 +115,37 @@ async def gang_story(s: Scenario) -> None:
     assert config[s.rm_id]["checksum"]
     node = await s.core.get_node("default", "n1")
     assert node["nodeID"] == "n1"
+    nodes = await s.core.get_nodes("default")  # the lists and the events: remote too
+    assert [n["nodeID"] for n in nodes] == ["n1", "n2"] and nodes[0] == node
+    apps = await s.core.get_applications("default")
+    assert sorted(a["applicationID"] for a in apps) == ["gang", "permit", "plain"]
+    events = await s.core.get_events()
+    assert events["LowestID"] == 0 and events["HighestID"] == len(s.rm.events) - 1
+    assert [e["objectID"] for e in events["EventRecords"]] == [e.object_id for e in s.rm.events]
+    page = await s.core.get_events(1, 2)
+    assert page["EventRecords"] == events["EventRecords"][1:3]
+    for bad in ((-1, None), (None, 0)):
+        with pytest.raises(scheduler.SchedulerError, match="get_events"):
+            await s.core.get_events(*bad)
     with pytest.raises(scheduler.NotFoundError):
         await s.core.get_application("default", "nope")
     with pytest.raises(scheduler.SchedulerError):
         await s.core.update_node(si.NodeRequest(rm_id="not-registered"))
+
+
+async def test_a_remote_core_has_every_method_of_the_in_process_core() -> None:
+    """What an RM calls on a core: the SI calls, settle, and the queries (not the daemon's
+    own hooks, nor the REST API's per-partition ``query``)."""
+    own = {"rm_disconnected", "rm_reconnected", "is_registered", "query"}
+    methods = {
+        name
+        for name, value in vars(scheduler.Core).items()
+        if inspect.iscoroutinefunction(value) and not name.startswith("_")
+    } - own
+    assert {"get_nodes", "get_applications", "get_events", "get_config"} <= methods
+    for remote in (RemoteCore, GrpcRemoteCore):
+        missing = [m for m in methods if not inspect.iscoroutinefunction(getattr(remote, m, None))]
+        assert not missing, (remote, missing)
 
 
 async def test_the_scenario_in_process() -> None:
