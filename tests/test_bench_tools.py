@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 import scheduler
+from scheduler import si
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "bench"
@@ -36,6 +37,7 @@ SCRIPTS = [
     "bench_backlog.py",
     "bench_outstanding.py",
     "bench_preemption.py",
+    "bench_recovery.py",
 ]
 # The scripts run on the package this test run imports: src/ here, the installed compiled
 # build in ``nox -s tests_compiled``.
@@ -430,6 +432,52 @@ def test_transport_refuses_an_unknown_case() -> None:
     done = run_bench("bench_transport.py", "--cases", "smoke-signals")
     assert done.returncode == 2
     assert "unknown case smoke-signals" in done.stderr
+
+
+def test_recovery_interleaves_in_process_and_daemon_runs(tmp_path: Path) -> None:
+    done, doc = run_script("bench_recovery.py", tmp_path / "out.json", "--repeats", "2")
+    assert done.returncode == 0, done.stderr
+    # each repeat runs every case once, the order flipped from one repeat to the next
+    labels = re.findall(r"^\[\d+/4\] (\w+), repeat (\d)/2: ", done.stderr, re.M)
+    assert labels == [("inproc", "1"), ("native", "1"), ("native", "2"), ("inproc", "2")]
+    assert (doc["nodes"], doc["allocations"], doc["repeats"]) == (50, 500, 2)
+    results = {r["case"]: r for r in doc["results"]}
+    assert list(results) == ["inproc", "native"]
+    for res in results.values():
+        assert len(res["runs"]) == 2
+        assert 0 < res["seconds_best"] <= res["seconds"]
+        assert res["allocs_per_s"] == pytest.approx(500 / res["seconds"])
+        assert res["load_min"] <= res["load_max"]
+    assert results["inproc"]["daemon_cpu_s"] is None
+    assert results["native"]["daemon_cpu_s"] is not None
+    assert set(doc["targets"]) == {"inproc_seconds", "native_seconds"}
+    assert doc["targets"]["native_seconds"]["value"] == results["native"]["seconds"]
+    assert "allocs/s" in done.stdout
+
+
+def test_recovery_fails_a_run_that_lost_an_allocation() -> None:
+    recovery = bench_module("bench_recovery")
+    cluster = recovery.Cluster(nodes=3, per_node=2)
+
+    async def lose_one() -> None:
+        async with scheduler.start_scheduler() as core:
+            rm = recovery.RecoveringRM()
+            await recovery.recover(core, rm, cluster.applications(), cluster.node_requests())
+            await recovery.check(core, rm, cluster)  # all there
+            release = si.AllocationRelease(
+                partition_name="default", application_id="app-0", uuid="uuid-0"
+            )
+            await core.update_allocation(
+                si.AllocationRequest(
+                    rm_id=recovery.RM_ID,
+                    releases=si.AllocationReleasesRequest(allocations_to_release=[release]),
+                )
+            )
+            await core.settle()
+            await recovery.check(core, rm, cluster)
+
+    with pytest.raises(recovery.BenchError, match="5 allocations, not 6"):
+        asyncio.run(lose_one())
 
 
 def test_profile_puts_every_sample_in_a_category(tmp_path: Path) -> None:

@@ -118,45 +118,49 @@ async def run_daemon(
                 **_client_ca_options(tls),
             )
         )
-        for kind, where in addresses.items():
-            print(f"{kind} {where}", file=out, flush=True)
-        print("ready", file=out, flush=True)
-        _log.info("serving: {}", addresses)
-        if ready is not None:
-            ready(addresses)
-        async with anyio.create_task_group() as tg:
-            accepting = anyio.CancelScope()
+        # SIGTERM and SIGINT are the daemon's before it says "ready": one sent right after
+        # (by a supervisor, a test) found Python's default there, and killed it.
+        with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+            for kind, where in addresses.items():
+                print(f"{kind} {where}", file=out, flush=True)
+            print("ready", file=out, flush=True)
+            _log.info("serving: {}", addresses)
+            if ready is not None:
+                ready(addresses)
+            async with anyio.create_task_group() as tg:
+                accepting = anyio.CancelScope()
 
-            async def accept() -> None:
-                with accepting:
-                    async with listener:
-                        await server.serve(listener)
+                async def accept() -> None:
+                    with accepting:
+                        async with listener:
+                            await server.serve(listener)
 
-            http_done = anyio.Event()
+                http_done = anyio.Event()
 
-            async def serve_http() -> None:
-                try:
-                    await http.serve([http_socket])
-                finally:
-                    http_done.set()
+                async def serve_http() -> None:
+                    try:
+                        await http.serve([http_socket])
+                    finally:
+                        http_done.set()
 
-            tg.start_soon(accept)
-            tg.start_soon(serve_http)
-            if options.config is not None:
-                tg.start_soon(_watch, server, options.config, options.watch_interval, config_text)
-            with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+                tg.start_soon(accept)
+                tg.start_soon(serve_http)
+                if options.config is not None:
+                    tg.start_soon(
+                        _watch, server, options.config, options.watch_interval, config_text
+                    )
                 async for signum in signals:
                     _log.info("{}: shutting down", signal.Signals(signum).name)
                     break
-            http.should_exit = True  # uvicorn: no new requests, those in flight finish
-            core.events.close("the daemon is shutting down")  # event streams finish too
-            await server.shut_down("the daemon is shutting down", options.grace)
-            if grpc_server is not None:
-                await grpc_server.shut_down("the daemon is shutting down", options.grace)
-            accepting.cancel()
-            with anyio.move_on_after(options.grace):
-                await http_done.wait()
-            tg.cancel_scope.cancel()
+                http.should_exit = True  # uvicorn: no new requests, those in flight finish
+                core.events.close("the daemon is shutting down")  # event streams finish too
+                await server.shut_down("the daemon is shutting down", options.grace)
+                if grpc_server is not None:
+                    await grpc_server.shut_down("the daemon is shutting down", options.grace)
+                accepting.cancel()
+                with anyio.move_on_after(options.grace):
+                    await http_done.wait()
+                tg.cancel_scope.cancel()
     _log.info("stopped")
     return 0
 

@@ -5,6 +5,7 @@ No anyio here: plain classes, testable without an event loop (STYLE 2).
 
 from __future__ import annotations
 
+import os
 from itertools import count
 
 import msgspec
@@ -15,12 +16,17 @@ from scheduler.objects._resources import Res, Size, to_si
 
 __all__ = ["Allocation", "Ask", "new_uuid"]
 
-_uuid_prefix = format(id(object()) & 0xFFFFFF, "06x")
+# Random per process: a daemon that replaces one that died gets back the allocations the
+# dead one made (the RM recovers them, uuids and all), and its own must not collide with
+# them. An address (``id(object())``, as before) varied in about 8 bits between two starts,
+# and not at all without address-space randomisation.
+_uuid_prefix = os.urandom(6).hex()
 _uuid_counter = count(1)
 
 
 def new_uuid() -> str:
-    """A process-unique allocation id, cheap enough for the hot path."""
+    """An allocation id unique to this process and, with 48 random bits, against those of
+    every other process that served the same RM; cheap enough for the hot path."""
     return f"{_uuid_prefix}-{next(_uuid_counter)}"
 
 

@@ -405,6 +405,15 @@ async def test_sigterm_says_goodbye_to_connected_rms_and_exits_0(tmp_path: Path)
     assert "stopped" in d.logged()
 
 
+async def test_sigterm_at_once_after_ready_is_a_clean_shutdown(tmp_path: Path) -> None:
+    """The daemon owns SIGTERM before it says ``ready``: it printed ``ready`` first, and a
+    SIGTERM in between killed it with Python's default (exit -15, in 2 starts of 3)."""
+    for _ in range(2):
+        d = Daemon(tmp_path)
+        assert d.stop() == 0, d.logged()
+        assert "SIGTERM: shutting down" in d.logged()
+
+
 async def test_the_event_stream_over_http_ends_at_sigterm(tmp_path: Path) -> None:
     d = Daemon(tmp_path)
     async with (
