@@ -25,8 +25,7 @@ from loguru import logger as _logger
 
 from scheduler._errors import ConfigError, NotFoundError, SchedulerError
 from scheduler.config._timeouts import Timeouts
-from scheduler.core import Core, start_scheduler, tune_gc
-from scheduler.objects._gang_tags import gang_tags
+from scheduler.core import Core, gang_tags, start_scheduler, tune_gc
 from scheduler.si._callback import ResourceManagerCallback
 
 _logger.disable("scheduler")  # a library adds no sinks and stays quiet unless enabled

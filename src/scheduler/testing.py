@@ -23,8 +23,7 @@ from loguru import logger
 from actors import ManualClock
 from scheduler import si
 from scheduler.client import RemoteCore
-from scheduler.core import Core, start_scheduler
-from scheduler.objects._gang_tags import gang_tags  # also here: tests used it from here first
+from scheduler.core import Core, gang_tags, start_scheduler  # gang_tags: tests had it here
 from scheduler.si._callback import ResourceManagerCallback
 
 __all__ = [

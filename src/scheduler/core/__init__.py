@@ -30,6 +30,7 @@ from scheduler.core._counters import ATTEMPTS, LATENCY_BUCKETS, SUBMISSIONS, Sch
 from scheduler.core._event_log import DEFAULT_SUBSCRIBER_LIMIT, Subscription, event_record
 from scheduler.core._gc import tune_gc
 from scheduler.objects._application import TERMINAL_STATES, AppState
+from scheduler.objects._gang_tags import gang_tags
 
 __all__ = [
     "ATTEMPTS",
@@ -42,6 +43,7 @@ __all__ = [
     "SchedulingCounters",
     "Subscription",
     "event_record",
+    "gang_tags",
     "start_scheduler",
     "tune_gc",
 ]

@@ -511,19 +511,9 @@ class Core:
     async def get_events(
         self, start: int | None = None, count: int | None = None
     ) -> dict[str, Any]:
-        """A page of the events the core sent to the RMs (``events``), as
-        ``GET /ws/v1/events/batch?start=&count=``: ``InstanceUUID``, ``LowestID``,
-        ``HighestID`` and up to ``count`` ``EventRecords`` from id ``start`` (default: the
-        oldest kept; none when ``start`` is no longer or not yet kept).
-
-        Raises:
-            SchedulerError: ``start`` is negative or ``count`` is not positive.
-        """
-        for name, value, least in (("start", start, 0), ("count", count, 1)):
-            if value is not None and (type(value) is not int or value < least):
-                raise SchedulerError(
-                    f"get_events: {name} must be an int of at least {least}, got {value!r}"
-                )
+        """A page of ``events`` as ``GET /ws/v1/events/batch?start=&count=``
+        (``EventLog.batch``); ``SchedulerError`` for a negative ``start`` or a ``count``
+        below 1."""
         return self._events.batch(start, count)
 
     async def get_user_usage(self, partition: str) -> list[dict[str, Any]]:
@@ -536,9 +526,7 @@ class Core:
         Raises:
             NotFoundError: no such partition.
         """
-        info: list[dict[str, Any]] = await self._ask(
-            self._partition_ref(partition), Query(kind="users")
-        )
+        info: list[dict[str, Any]] = await self.query(partition, "users")
         return info
 
     async def get_group_usage(self, partition: str) -> list[dict[str, Any]]:
@@ -550,9 +538,7 @@ class Core:
         Raises:
             NotFoundError: no such partition.
         """
-        info: list[dict[str, Any]] = await self._ask(
-            self._partition_ref(partition), Query(kind="groups")
-        )
+        info: list[dict[str, Any]] = await self.query(partition, "groups")
         return info
 
     async def get_config(self) -> dict[str, dict[str, Any]]:

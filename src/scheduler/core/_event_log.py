@@ -22,6 +22,7 @@ from itertools import islice
 from typing import Any, Final
 
 from scheduler import si
+from scheduler._errors import SchedulerError
 
 __all__ = [
     "DEFAULT_CAPACITY",
@@ -169,7 +170,17 @@ class EventLog:
 
     def batch(self, start: int | None = None, count: int | None = None) -> dict[str, Any]:
         """A page of the log as YuniKorn 1.4+'s ``/ws/v1/events/batch`` answers it:
-        ``InstanceUUID``, ``LowestID``, ``HighestID`` and ``EventRecords`` (``get``'s)."""
+        ``InstanceUUID``, ``LowestID``, ``HighestID`` and up to ``count`` ``EventRecords``
+        from id ``start`` (``get``'s: by default from the oldest kept).
+
+        Raises:
+            SchedulerError: ``start`` is not an int of at least 0, or ``count`` of at least 1.
+        """
+        for name, value, least in (("start", start, 0), ("count", count, 1)):
+            if value is not None and (type(value) is not int or value < least):
+                raise SchedulerError(
+                    f"get_events: {name} must be an int of at least {least}, got {value!r}"
+                )
         return {
             "InstanceUUID": self.instance_uuid,
             "LowestID": self.lowest_id,
