@@ -44,6 +44,8 @@ from scheduler.si._wire import (
     Hello,
     NodeCall,
     NodePush,
+    Ping,
+    Pong,
     PredicatesAsk,
     PreemptionPredicatesAsk,
     PreemptionReply,
@@ -321,6 +323,9 @@ class RemoteCore:
                     elif isinstance(message, Goodbye):
                         reason = f"the daemon closed the connection: {message.message}"
                         return
+                    elif isinstance(message, Ping):  # answered here, not after the callbacks
+                        if not self._closed:
+                            self._send(encode(Pong()))
                     else:
                         self._inbox.put_nowait(message)
         except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:

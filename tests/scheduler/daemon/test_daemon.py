@@ -22,6 +22,7 @@ import pytest
 import scheduler
 from scheduler import si
 from scheduler.client import connect
+from scheduler.si._wire import PROTOCOL_VERSION
 from scheduler.testing import DaemonProcess, ManualClock, RecordingCallback, Scenario, gang_tags
 
 pytestmark = pytest.mark.asyncio
@@ -282,7 +283,7 @@ async def test_a_wrong_token_is_refused(tmp_path: Path) -> None:
 
 def _raw(port: int) -> socket.socket:
     sock = socket.create_connection(("127.0.0.1", port), timeout=10)
-    sock.sendall(_frame({"t": "hello", "version": 1}))
+    sock.sendall(_frame({"t": "hello", "version": PROTOCOL_VERSION}))
     assert _read_frame(sock)["t"] == "welcome"
     return sock
 
