@@ -139,6 +139,20 @@ def _sinks(ctx: typer.Context) -> _LogSinks:
 
 
 # =================================================================================== serve
+MAX_TIMEOUT: Final = 86_400.0  # seconds; gRPC's keepalive counts milliseconds in 32 bits
+
+
+def _seconds(value: float) -> float:
+    """A timeout: above 0, at most a day (click names the option and exits 2 otherwise)."""
+    if not 0 < value <= MAX_TIMEOUT:  # NaN too
+        raise typer.BadParameter(f"{value:g}: say seconds above 0, at most {MAX_TIMEOUT:g}")
+    return value
+
+
+def _timeout(help_text: str) -> Any:
+    return typer.Option(metavar="SECONDS", callback=_seconds, help=help_text)
+
+
 @app.command(short_help="Run the core as a daemon that RMs connect to.")
 def serve(
     ctx: typer.Context,
@@ -232,6 +246,29 @@ def serve(
             help="Frames that may wait for an RM before it is disconnected as too slow.",
         ),
     ] = Limits().max_backlog,
+    hello_timeout: Annotated[
+        float,
+        _timeout(
+            "How long a new connection may take to introduce itself: an RM its hello "
+            "(native and gRPC session), an HTTP client its request's head (also each "
+            "later request's, from its first byte)."
+        ),
+    ] = Limits().hello_timeout,
+    idle_timeout: Annotated[
+        float,
+        _timeout(
+            "An RM connection the daemon hears nothing from is pinged after a third of "
+            "this, and closed after all of it (native: Ping/Pong; gRPC: HTTP/2 keepalive, "
+            "which also closes a connection without calls after this)."
+        ),
+    ] = Limits().idle_timeout,
+    write_timeout: Annotated[
+        float,
+        _timeout(
+            "How long a peer may leave a send untaken (its TCP or HTTP/2 window full) "
+            "before it is cut off: an RM over native or gRPC, an HTTP client of the REST API."
+        ),
+    ] = Limits().write_timeout,
     grace: Annotated[
         float,
         typer.Option(
@@ -275,7 +312,13 @@ def serve(
         grace=grace,
         rm_timeout=rm_timeout,
         limits=Limits(
-            max_frame=max_frame, max_asks=max_asks, max_id=max_id, max_backlog=max_backlog
+            max_frame=max_frame,
+            max_asks=max_asks,
+            max_id=max_id,
+            max_backlog=max_backlog,
+            hello_timeout=hello_timeout,
+            idle_timeout=idle_timeout,
+            write_timeout=write_timeout,
         ),
     )
     try:

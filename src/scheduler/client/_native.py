@@ -45,6 +45,8 @@ from scheduler.si._wire import (
     Hello,
     NodeCall,
     NodePush,
+    Ping,
+    Pong,
     PredicatesAsk,
     PreemptionPredicatesAsk,
     PreemptionReply,
@@ -542,6 +544,8 @@ class _Link:
                         kind = "goodbye" if welcomed else "refused"
                         reason = f"the daemon closed the connection: {message.message}"
                         return
+                    elif isinstance(message, Ping):  # answered here, not after the callbacks
+                        self.send(encode(Pong()))
                     else:
                         told = core._took(self, message) or told
                 if told:

@@ -579,8 +579,9 @@ class Core:
         application, queue and node, however many asks wait."""
         kind = "dump" if detail else "summary"
         partitions = []
-        for reg in self._registrations.values():
-            for ref in reg.record.partitions.values():
+        # Copies: an RM may register (or stop) while the partitions answer.
+        for reg in list(self._registrations.values()):
+            for ref in list(reg.record.partitions.values()):
                 partitions.append(await self._ask(ref, Query(kind=kind)))
         return {
             "timestamp": wall_ns(self.clock, self.clock.now()),

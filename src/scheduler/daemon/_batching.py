@@ -20,7 +20,7 @@ from aiostream import pipable_operator, streamcontext
 
 from scheduler import si
 
-__all__ = ["chunks_within", "join_requests", "joined"]
+__all__ = ["chunks_within", "drain", "join_requests", "joined"]
 
 _DONE: Any = object()
 
@@ -135,3 +135,22 @@ def joined(requests: list[Any]) -> Any:
             asks=[ask for r in requests for ask in r.asks], rm_id=first.rm_id
         )
     return si.ApplicationRequest(new=[app for r in requests for app in r.new], rm_id=first.rm_id)
+
+
+async def drain(
+    queue: asyncio.Queue[tuple[int, int, Any] | None],
+) -> AsyncIterator[list[tuple[int, int, Any]]]:
+    """What one Scheduler stream read, as lists of all that waited at once (a burst goes
+    through the merge as one item), until the session ends it (``None``)."""
+    while True:
+        item = await queue.get()
+        batch = []
+        while item is not None:
+            batch.append(item)
+            if queue.empty():
+                break
+            item = queue.get_nowait()
+        if batch:
+            yield batch
+        if item is None:
+            return

@@ -12,6 +12,10 @@ session stream.
 Every session's outgoing queues together hold at most ``--max-backlog`` messages: an RM
 that does not read fast enough is told goodbye and its streams end.
 
+A session stream must say hello within ``--hello-timeout``, a write the RM does not take
+within ``--write-timeout`` ends its session, and HTTP/2 keepalive pings find a connection
+whose RM vanished (``_grpc_liveness``).
+
 Sessions come from the extension's ``Session`` stream (the daemon's Welcome names the id
 the RM then sends as ``x-scheduler-session`` metadata). A plain SI client that never opens
 one still works: its calls are tied to a session named after the rmID they carry.
@@ -35,7 +39,8 @@ from loguru import logger
 from scheduler import si
 from scheduler._errors import NotFoundError, SchedulerError
 from scheduler.daemon._address import cannot_listen, host_port
-from scheduler.daemon._batching import chunks_within, join_requests, joined
+from scheduler.daemon._batching import chunks_within, drain, join_requests, joined
+from scheduler.daemon._grpc_liveness import grpc_options, hello_within, write_within
 from scheduler.daemon._native import Limits, run_query, stop_own_rm
 from scheduler.si import si_pb2 as pb
 from scheduler.si._callback import (
@@ -65,6 +70,7 @@ _PLAIN_CALLBACKS = frozenset(("update_allocation", "update_application", "update
 
 _ALLOCATION, _APPLICATION, _NODE = pb.Ack.ALLOCATION, pb.Ack.APPLICATION, pb.Ack.NODE
 _SESSION = 0  # the index of the session stream's queue
+_GONE = "its streams ended: it closed them, or its connection died (the daemon's --idle-timeout)"
 
 _from_register = from_proto_of(si.RegisterResourceManagerRequest)
 _from_allocation = from_proto_of(si.AllocationRequest)
@@ -136,6 +142,7 @@ class GrpcServer:
                 ("grpc.max_receive_message_length", size),
                 ("grpc.max_send_message_length", -1),
                 ("grpc.so_reuseport", 0),
+                *grpc_options(self.limits.idle_timeout),
             ]
         )
         server.add_generic_rpc_handlers(self._handlers())
@@ -350,7 +357,7 @@ class GrpcServer:
                 if item is None:
                     break
                 session.backlog -= 1
-                await context.write(item)
+                await write_within(context, item, session)
         finally:
             reader.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -364,7 +371,7 @@ class GrpcServer:
         # The hello is read before the token is checked: refused at once, the RM's write of
         # its hello could meet the closed call, and the RM would read gRPC's generic
         # INTERNAL instead of UNAUTHENTICATED.
-        hello = await anext(aiter(requests), None)
+        hello = await hello_within(requests, context, self.limits.hello_timeout)
         await self._check(context)
         if hello is None or hello.WhichOneof("kind") != "hello":
             await context.abort(
@@ -382,7 +389,7 @@ class GrpcServer:
                     session.answer(message.predicates_answer)
                 elif kind == "preemption_predicates_answer":
                     session.answer_preemption(message.preemption_predicates_answer)
-            session.gone()  # the RM closed its side: it is gone
+            session.gone()  # the RM closed its side, or keepalive found its connection dead
 
         reader = asyncio.create_task(read())
         try:
@@ -391,7 +398,7 @@ class GrpcServer:
                 if item is None:
                     break
                 session.backlog -= 1
-                await context.write(item)
+                await write_within(context, item, session)
         finally:
             reader.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -487,9 +494,11 @@ class GrpcSession:
             self.gone()
 
     def gone(self) -> None:
-        """The RM closed its session stream (or a plain client its last SI stream)."""
+        """The RM closed its session stream (or a plain client its last SI stream), or
+        its connection died."""
         if not self.closing:
             self.closing = "the RM is gone"
+            self.log.info("the session of {} ended: {}", self.rm_id or self.peer, _GONE)
             for kind in (_ALLOCATION, _APPLICATION, _NODE, _SESSION):
                 self._queue(kind).put_nowait(None)
             self._end_calls()  # the calls taken still run, as on the native transport
@@ -527,7 +536,7 @@ class GrpcSession:
     async def _batch(self) -> None:
         """The session's stream requests, merged and chunked, to the worker; when the
         streams end, the worker's end (after the unary calls taken so far)."""
-        merged = stream.merge(*(_drain(q) for q in self._incoming.values()))
+        merged = stream.merge(*(drain(q) for q in self._incoming.values()))
         try:
             chunks = chunks_within(merged, _CHUNK, self.server.batch_window)
             async with chunks.stream() as read:
@@ -757,25 +766,6 @@ def _stand_in(session: GrpcSession, overrides: set[str]) -> ResourceManagerCallb
         namespace["update_container_scheduling_state"] = update_container_scheduling_state
     cls = type("RemoteResourceManager", (ResourceManagerCallback,), namespace)
     return cls()  # type: ignore[no-any-return]
-
-
-async def _drain(
-    queue: asyncio.Queue[tuple[int, int, Any] | None],
-) -> AsyncIterator[list[tuple[int, int, Any]]]:
-    """What one Scheduler stream read, as lists of all that waited at once (a burst goes
-    through the merge as one item), until the session ends it (``None``)."""
-    while True:
-        item = await queue.get()
-        batch = []
-        while item is not None:
-            batch.append(item)
-            if queue.empty():
-                break
-            item = queue.get_nowait()
-        if batch:
-            yield batch
-        if item is None:
-            return
 
 
 def _raiser(exc: Exception) -> Callable[[], Awaitable[None]]:

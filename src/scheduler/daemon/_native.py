@@ -9,6 +9,13 @@ writer sends what the session queued, in order. The RM's callback, inside the co
 stand-in that queues a frame and returns: the outgoing queue is bounded, and an RM that
 does not read fast enough is disconnected with a reason instead of growing the daemon's
 memory.
+
+A fourth task, the watchdog, cuts off a peer that stalls: no ``Hello`` within
+``--hello-timeout``; nothing heard for ``--idle-timeout`` although it was pinged (``Ping``
+after a third of that silence, which a live client answers with ``Pong`` at once, so a
+half-open connection is found even when the daemon has nothing to send); a send that the
+RM does not take within ``--write-timeout`` (its TCP window stays full). The reader and the
+writer only count what they do, so the watchdog costs the hot path two counters.
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ from loguru import logger
 
 from scheduler import si
 from scheduler._errors import NotFoundError, SchedulerError
+from scheduler.daemon._liveness import keep_alive
 from scheduler.daemon._outbox import Outbox
 from scheduler.si._callback import ResourceManagerCallback, refuse_preemption
 from scheduler.si._wire import (
@@ -41,6 +49,8 @@ from scheduler.si._wire import (
     Hello,
     NodeCall,
     NodePush,
+    Ping,
+    Pong,
     PredicatesAsk,
     PreemptionPredicatesAsk,
     PreemptionReply,
@@ -125,7 +135,9 @@ async def stop_own_rm(core: Core, mine: str, rm_id: str, log: Any) -> None:
 
 class Limits:
     """What one RM may send: frame size, asks per request, id length, and how many frames
-    may wait for it before it counts as too slow."""
+    may wait for it before it counts as too slow; and how long a peer may stall, in
+    seconds: to say hello (and an HTTP client to send its request's head), to stay silent
+    (pinged meanwhile), and to take one send."""
 
     def __init__(
         self,
@@ -135,12 +147,18 @@ class Limits:
         max_id: int = 1024,
         max_backlog: int = 100_000,
         predicates_timeout: float = 30.0,
+        hello_timeout: float = 10.0,
+        idle_timeout: float = 60.0,
+        write_timeout: float = 30.0,
     ) -> None:
         self.max_frame = max_frame
         self.max_asks = max_asks
         self.max_id = max_id
         self.max_backlog = max_backlog
         self.predicates_timeout = predicates_timeout
+        self.hello_timeout = hello_timeout
+        self.idle_timeout = idle_timeout
+        self.write_timeout = write_timeout
 
     def check_ids(self, what: str, ids: Any) -> None:
         """Raise ``SchedulerError`` naming the first of ``ids`` longer than ``max_id``."""
@@ -196,6 +214,7 @@ class NativeServer:
         await listener.serve(self._handle)
 
     async def _handle(self, stream: ByteStream) -> None:
+        keep_alive(stream, self.limits.idle_timeout)
         session = Session(self, stream)
         self.sessions.add(session)
         try:
@@ -230,6 +249,10 @@ class Session:
         self._next_ask = 0
         self._closing = ""
         self._ended = False  # nothing more goes out
+        self._greeted = anyio.Event()
+        self._heard = 0  # reads that brought something (the watchdog compares)
+        self._sends = 0  # sends begun
+        self._sending = False  # one is under way
         self._read_scope = anyio.CancelScope()
         self._farewell = ""  # said after the last answer (a graceful shutdown)
         self._scope: anyio.CancelScope | None = None
@@ -250,6 +273,7 @@ class Session:
                 self._scope = tg.cancel_scope
                 tg.start_soon(self._write)
                 tg.start_soon(self._read_all)
+                tg.start_soon(self._watch)
                 await self._work()  # until the reader is done: every call answered
                 if self._farewell:
                     self._queue(encode(Goodbye(message=self._farewell)), force=True)
@@ -312,6 +336,7 @@ class Session:
                 data = await self.stream.receive(RECEIVE_BYTES)
             except (anyio.EndOfStream, anyio.BrokenResourceError, OSError):
                 return
+            self._heard += 1
             try:
                 bodies = reader.frames(data)
             except WireError as exc:
@@ -337,6 +362,9 @@ class Session:
                 elif isinstance(message, Hello):
                     self.close("a second hello")
                     return
+                elif isinstance(message, Ping | Pong):
+                    if isinstance(message, Ping):
+                        self._queue(encode(Pong()), force=True)
                 else:
                     self._calls_send.send_nowait(message)
 
@@ -355,6 +383,7 @@ class Session:
             self.close("authentication failed: wrong or missing token")
             return False
         self._queue(encode(Welcome()))
+        self._greeted.set()
         return True
 
     async def _write(self) -> None:
@@ -378,14 +407,59 @@ class Session:
                 batch.append(more)
                 size += len(more)
             self._backlog -= len(batch)
+            self._sends += 1
+            self._sending = True
             try:
                 await self.stream.send(data if len(batch) == 1 else b"".join(batch))
             except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
                 break
+            self._sending = False
             if end:
                 break
         if self._scope is not None:
             self._scope.cancel()  # goodbye said (or the RM is gone): the session ends
+
+    async def _watch(self) -> None:
+        """Cut off a peer that stalls (module docstring); checked a third of the shorter
+        of the idle and write timeouts apart."""
+        limits = self.limits
+        with anyio.move_on_after(limits.hello_timeout):
+            await self._greeted.wait()
+        if not self._greeted.is_set():
+            self.close(f"no hello within {limits.hello_timeout:g}s (the daemon's --hello-timeout)")
+        tick = min(limits.idle_timeout, limits.write_timeout) / 3
+        now = anyio.current_time
+        heard, heard_at = self._heard, now()
+        pinged_at = heard_at
+        sends, stuck_at = self._sends, heard_at
+        while True:
+            await anyio.sleep(tick)
+            at = now()
+            if self._heard != heard:
+                heard, heard_at, pinged_at = self._heard, at, at
+            elif at - heard_at >= limits.idle_timeout:
+                self.close(
+                    f"nothing heard from the RM for {at - heard_at:.1f}s, pings unanswered "
+                    "(the daemon's --idle-timeout)"
+                )
+            elif at - pinged_at >= limits.idle_timeout / 3 and not self._closing:
+                pinged_at = at
+                self._queue(encode(Ping()), force=True)
+            if not self._sending or self._sends != sends:
+                sends, stuck_at = self._sends, at
+            elif at - stuck_at >= limits.write_timeout:
+                self._cut(
+                    f"the RM took nothing of a send for {at - stuck_at:.1f}s "
+                    "(the daemon's --write-timeout)"
+                )
+                return
+
+    def _cut(self, reason: str) -> None:
+        """End the session at once, without a goodbye: the RM does not read."""
+        self.log.info("cutting off {}: {}", self.rm_id or self.peer, reason)
+        self._closing = self._closing or reason
+        if self._scope is not None:
+            self._scope.cancel()
 
     def _queue(self, data: bytes, *, force: bool = False) -> None:
         if self._ended:

@@ -38,6 +38,7 @@ from scheduler.config._parser import parse_config
 from scheduler.config._timeouts import Timeouts
 from scheduler.core import start_scheduler
 from scheduler.daemon._address import cannot_listen, host_port
+from scheduler.daemon._http_liveness import timed_protocol
 from scheduler.daemon._native import Limits, NativeServer
 from scheduler.daemon._rest import make_app
 from scheduler.daemon._tls import QuietTLSListener, ServerTLS, load_server_tls
@@ -110,6 +111,7 @@ async def run_daemon(
         http = _HttpServer(
             uvicorn.Config(
                 make_app(core),
+                http=timed_protocol(options.limits.hello_timeout, options.limits.write_timeout),
                 log_config=None,
                 access_log=False,
                 lifespan="off",

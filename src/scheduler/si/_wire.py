@@ -6,7 +6,10 @@ calls; the daemon (``scheduler.daemon._native``) answers each call with a ``Resu
 id and pushes the RM's callbacks as they happen, in order, on the same stream. A callback
 that answers is an ask the RM answers with a reply of the same id: ``predicates`` is a
 ``PredicatesAsk`` answered by a ``CallbackReply``, ``preemption_predicates`` a
-``PreemptionPredicatesAsk`` answered by a ``PreemptionReply``. Everything an RM can send
+``PreemptionPredicatesAsk`` answered by a ``PreemptionReply``. Either side may send a
+``Ping``, which the other answers with a ``Pong`` at once: the daemon pings an RM it has
+heard nothing from for a while, and closes a connection that stays silent past its
+``--idle-timeout``. Everything an RM can send
 is one tagged union and everything the daemon sends another, each decoded by a
 ``msgspec.msgpack.Decoder`` built once: a frame decodes straight into typed SI structs, and
 anything else is refused (``WireError``).
@@ -28,6 +31,8 @@ __all__ = [
     "CallbackReply",
     "FrameReader",
     "Hello",
+    "Ping",
+    "Pong",
     "PreemptionPredicatesAsk",
     "PreemptionReply",
     "Push",
@@ -42,8 +47,9 @@ __all__ = [
     "encode",
 ]
 
-# 2: sessions resume (``ResumeCall``), and the RM acknowledges what it received
-# (``Received``); ``register``'s result names the session.
+# 2: Ping and Pong, which a client of version 1 cannot read; sessions resume
+# (``ResumeCall``), the RM acknowledges what it received (``Received``), and ``register``'s
+# result names the session.
 PROTOCOL_VERSION: Final = 2
 MAX_FRAME: Final = 64 * 1024 * 1024  # bytes; the daemon's --max-frame default
 # The most one read of the stream takes. asyncio reads up to 256 KiB at a time and anyio
@@ -126,13 +132,12 @@ class ResumeCall(_Envelope, tag="resume"):
     the daemon sends what the RM has not received, then goes on as before. ``received``
     counts the pushes (``AllocationPush``, ``ApplicationPush``, ``NodePush``,
     ``EventsPush``, ``SchedulingStatePush``) the RM had since the ``register`` result of
-    its session; ``overrides`` as ``RegisterCall``'s."""
+    its session."""
 
     id: int
     rm_id: str
     session: str
     received: int
-    overrides: list[str] = []
 
 
 class Received(_Envelope, tag="received"):
@@ -141,6 +146,15 @@ class Received(_Envelope, tag="received"):
 
     session: str
     count: int
+
+
+# ==================================================================== either way
+class Ping(_Envelope, tag="ping"):
+    """Are you there? The other side answers ``Pong`` as soon as it reads this."""
+
+
+class Pong(_Envelope, tag="pong"):
+    """The answer to a ``Ping``."""
 
 
 Call = (
@@ -152,7 +166,7 @@ Call = (
     | ConfigurationCall
     | QueryCall
 )
-FromRM = Hello | Call | CallbackReply | PreemptionReply | Received
+FromRM = Hello | Call | CallbackReply | PreemptionReply | Received | Ping | Pong
 
 
 # ===================================================================== daemon -> RM
@@ -219,7 +233,7 @@ Push = (
     | PredicatesAsk
     | PreemptionPredicatesAsk
 )
-FromDaemon = Welcome | Result | Push | Goodbye
+FromDaemon = Welcome | Result | Push | Goodbye | Ping | Pong
 
 _encoder = msgspec.msgpack.Encoder()
 _from_rm: msgspec.msgpack.Decoder[FromRM] = msgspec.msgpack.Decoder(FromRM)

@@ -21,6 +21,8 @@ from scheduler.si._wire import (
     FrameReader,
     Goodbye,
     Hello,
+    Ping,
+    Pong,
     PredicatesAsk,
     PreemptionPredicatesAsk,
     PreemptionReply,
@@ -58,6 +60,8 @@ FROM_RM = [
     QueryCall(id=3, method="get_queue", args=["default", "root"]),
     CallbackReply(id=4, allowed=False),
     PreemptionReply(id=6, response=si.PreemptionPredicatesResponse(success=True, index=2)),
+    Ping(),
+    Pong(),
 ]
 FROM_DAEMON = [
     Result(id=1, value={"a": [1, 2]}),
@@ -75,6 +79,8 @@ FROM_DAEMON = [
         ),
     ),
     Goodbye(message="bye"),
+    Ping(),
+    Pong(),
 ]
 
 
@@ -88,6 +94,12 @@ def test_what_an_rm_sends_round_trips(message: Any) -> None:
 def test_what_the_daemon_sends_round_trips(message: Any) -> None:
     [body] = FrameReader().feed(encode(message))
     assert decode_from_daemon(body) == message
+
+
+def test_a_ping_is_a_tag_and_nothing_else() -> None:
+    """Pings are sent every third of --idle-timeout to an RM that says nothing: 12 bytes."""
+    assert encode(Ping()) == b"\x00\x00\x00\x08\x81\xa1t\xa4ping"
+    assert decode_from_rm(encode(Pong())[4:]) == Pong()
 
 
 def test_the_spec_field_names_are_on_the_wire() -> None:
