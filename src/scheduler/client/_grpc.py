@@ -38,7 +38,7 @@ from scheduler.client._native import (
     remote_error,
 )
 from scheduler.client._reconnect import Reconnect, Recover
-from scheduler.daemon._grpc import CALLBACKS_KEY, ERROR_KEY, SESSION_KEY, TOKEN_KEY
+from scheduler.daemon._grpc_session import CALLBACKS_KEY, ERROR_KEY, SESSION_KEY, TOKEN_KEY
 from scheduler.daemon._tls import TLSArg, read_ca
 from scheduler.si import si_pb2 as pb
 from scheduler.si._callback import (

@@ -19,7 +19,7 @@ import grpc
 from loguru import logger
 
 if TYPE_CHECKING:
-    from scheduler.daemon._grpc import GrpcSession
+    from scheduler.daemon._grpc_session import GrpcSession
 
 __all__ = ["grpc_options", "hello_within", "write_within"]
 

@@ -482,16 +482,44 @@ class Empty(_message.Message):
     def __init__(self) -> None: ...
 
 class Hello(_message.Message):
-    __slots__ = ("client",)
+    __slots__ = ("client", "resume")
     CLIENT_FIELD_NUMBER: _ClassVar[int]
+    RESUME_FIELD_NUMBER: _ClassVar[int]
     client: str
-    def __init__(self, client: _Optional[str] = ...) -> None: ...
+    resume: Resume
+    def __init__(self, client: _Optional[str] = ..., resume: _Optional[_Union[Resume, _Mapping]] = ...) -> None: ...
+
+class Resume(_message.Message):
+    __slots__ = ("rm_id", "registration", "received")
+    RM_ID_FIELD_NUMBER: _ClassVar[int]
+    REGISTRATION_FIELD_NUMBER: _ClassVar[int]
+    RECEIVED_FIELD_NUMBER: _ClassVar[int]
+    rm_id: str
+    registration: str
+    received: Received
+    def __init__(self, rm_id: _Optional[str] = ..., registration: _Optional[str] = ..., received: _Optional[_Union[Received, _Mapping]] = ...) -> None: ...
+
+class Received(_message.Message):
+    __slots__ = ("allocation", "application", "node", "session")
+    ALLOCATION_FIELD_NUMBER: _ClassVar[int]
+    APPLICATION_FIELD_NUMBER: _ClassVar[int]
+    NODE_FIELD_NUMBER: _ClassVar[int]
+    SESSION_FIELD_NUMBER: _ClassVar[int]
+    allocation: int
+    application: int
+    node: int
+    session: int
+    def __init__(self, allocation: _Optional[int] = ..., application: _Optional[int] = ..., node: _Optional[int] = ..., session: _Optional[int] = ...) -> None: ...
 
 class Welcome(_message.Message):
-    __slots__ = ("session",)
+    __slots__ = ("session", "resumed", "not_resumed")
     SESSION_FIELD_NUMBER: _ClassVar[int]
+    RESUMED_FIELD_NUMBER: _ClassVar[int]
+    NOT_RESUMED_FIELD_NUMBER: _ClassVar[int]
     session: str
-    def __init__(self, session: _Optional[str] = ...) -> None: ...
+    resumed: bool
+    not_resumed: str
+    def __init__(self, session: _Optional[str] = ..., resumed: _Optional[bool] = ..., not_resumed: _Optional[str] = ...) -> None: ...
 
 class Ack(_message.Message):
     __slots__ = ("stream", "seq", "error", "message")
@@ -560,14 +588,16 @@ class Goodbye(_message.Message):
     def __init__(self, message: _Optional[str] = ...) -> None: ...
 
 class FromRM(_message.Message):
-    __slots__ = ("hello", "predicates_answer", "preemption_predicates_answer")
+    __slots__ = ("hello", "predicates_answer", "preemption_predicates_answer", "received")
     HELLO_FIELD_NUMBER: _ClassVar[int]
     PREDICATES_ANSWER_FIELD_NUMBER: _ClassVar[int]
     PREEMPTION_PREDICATES_ANSWER_FIELD_NUMBER: _ClassVar[int]
+    RECEIVED_FIELD_NUMBER: _ClassVar[int]
     hello: Hello
     predicates_answer: PredicatesAnswer
     preemption_predicates_answer: PreemptionPredicatesAnswer
-    def __init__(self, hello: _Optional[_Union[Hello, _Mapping]] = ..., predicates_answer: _Optional[_Union[PredicatesAnswer, _Mapping]] = ..., preemption_predicates_answer: _Optional[_Union[PreemptionPredicatesAnswer, _Mapping]] = ...) -> None: ...
+    received: Received
+    def __init__(self, hello: _Optional[_Union[Hello, _Mapping]] = ..., predicates_answer: _Optional[_Union[PredicatesAnswer, _Mapping]] = ..., preemption_predicates_answer: _Optional[_Union[PreemptionPredicatesAnswer, _Mapping]] = ..., received: _Optional[_Union[Received, _Mapping]] = ...) -> None: ...
 
 class FromDaemon(_message.Message):
     __slots__ = ("welcome", "ack", "predicates", "events", "scheduling_state", "goodbye", "preemption_predicates")

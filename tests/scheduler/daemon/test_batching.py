@@ -14,7 +14,8 @@ from aiostream import stream
 import scheduler
 from scheduler import si
 from scheduler.daemon._batching import chunks_within, join_requests, joined
-from scheduler.daemon._grpc import GrpcServer, GrpcSession
+from scheduler.daemon._grpc import GrpcServer
+from scheduler.daemon._grpc_session import GrpcSession
 from scheduler.daemon._native import Limits, NativeServer
 from scheduler.si import si_pb2 as pb
 from scheduler.si._grpc_codec import to_proto

@@ -469,7 +469,8 @@ def test_the_generated_code_is_up_to_date(tmp_path: Path) -> None:
 @pytest.mark.asyncio
 async def test_an_rm_that_does_not_read_is_disconnected() -> None:
     """The outgoing queues of a session are bounded (--max-backlog): past it, goodbye."""
-    from scheduler.daemon._grpc import GrpcServer, GrpcSession
+    from scheduler.daemon._grpc import GrpcServer
+    from scheduler.daemon._grpc_session import GrpcSession
     from scheduler.daemon._native import Limits, NativeServer
 
     async with scheduler.start_scheduler() as core:

@@ -1,0 +1,456 @@
+"""One RM over gRPC (``GrpcSession``): its calls, run one at a time in the order they came;
+its outgoing queues, one per stream; its (preemption) predicate questions; the RM's
+stand-in callback inside the core; and, for an RM with a session stream, the outbox of its
+registration (``scheduler.daemon._outbox``) that lets it resume on a new connection. The
+server (``scheduler.daemon._grpc``) reads the streams and hands their requests here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+import grpc
+import grpc.aio
+import msgspec
+from aiostream import stream
+from loguru import logger
+
+from scheduler import si
+from scheduler._errors import NotFoundError, SchedulerError
+from scheduler.daemon._batching import chunks_within, drain, join_requests, joined
+from scheduler.daemon._native import stop_own_rm
+from scheduler.si import si_pb2 as pb
+from scheduler.si._callback import (
+    CALLBACK_METHODS,
+    OPTIONAL_CALLBACK_METHODS,
+    ResourceManagerCallback,
+    refuse_preemption,
+)
+from scheduler.si._grpc_codec import from_proto_of, to_proto_of
+
+if TYPE_CHECKING:
+    from scheduler.daemon._grpc import GrpcServer
+
+__all__ = ["CALLBACKS_KEY", "ERROR_KEY", "SESSION_KEY", "TOKEN_KEY", "GrpcSession"]
+
+_log = logger.bind(transport="grpc")
+
+SESSION_KEY = "x-scheduler-session"
+TOKEN_KEY = "x-scheduler-token"
+CALLBACKS_KEY = "x-scheduler-callbacks"
+ERROR_KEY = "x-scheduler-error"
+
+_CALLBACKS = frozenset((*CALLBACK_METHODS, *OPTIONAL_CALLBACK_METHODS))
+# A plain SI client hears the responses on its streams and nothing else.
+_PLAIN_CALLBACKS = frozenset(("update_allocation", "update_application", "update_node"))
+
+_ALLOCATION, _APPLICATION, _NODE = pb.Ack.ALLOCATION, pb.Ack.APPLICATION, pb.Ack.NODE
+_SESSION = 0  # the index of the session stream's queue
+_GONE = "its streams ended: it closed them, or its connection died (the daemon's --idle-timeout)"
+
+_from_register = from_proto_of(si.RegisterResourceManagerRequest)
+_from_allocation = from_proto_of(si.AllocationRequest)
+_from_application = from_proto_of(si.ApplicationRequest)
+_from_node = from_proto_of(si.NodeRequest)
+_from_configuration = from_proto_of(si.UpdateConfigurationRequest)
+_to_allocation_response = to_proto_of(si.AllocationResponse)
+_to_application_response = to_proto_of(si.ApplicationResponse)
+_to_node_response = to_proto_of(si.NodeResponse)
+_to_event = to_proto_of(si.EventRecord)
+_to_state = to_proto_of(si.UpdateContainerSchedulingStateRequest)
+_to_predicates = to_proto_of(si.PredicatesArgs)
+_to_preemption = to_proto_of(si.PreemptionPredicatesArgs)
+_from_preemption = from_proto_of(si.PreemptionPredicatesResponse)
+_JSON = msgspec.json.Encoder()
+
+
+class _CallError(Exception):
+    """A call failed: its gRPC status, and the Python class name of the error."""
+
+    def __init__(self, code: grpc.StatusCode, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.code, self.kind, self.message = code, kind, message
+
+
+# A call in a session's queue: what to run, and where its result goes (a future for a
+# unary call, the (stream, seq) of the Ack of each stream request it holds).
+_Call = tuple[Callable[[], Awaitable[Any]], "asyncio.Future[Any] | list[tuple[int, int]]"]
+
+# At most this many reads (each what a stream had waiting) make one chunk of the
+# session's merged streams.
+_CHUNK = 64
+
+
+class GrpcSession:
+    """One RM over gRPC: its ordered calls, its outgoing queues, its predicates."""
+
+    def __init__(self, server: GrpcServer, name: str, peer: str, *, plain: bool) -> None:
+        self.server = server
+        self.name = name
+        self.peer = peer
+        self.plain = plain  # no session stream: acks and extension callbacks have nowhere to go
+        self.rm_id = ""
+        self._callback: ResourceManagerCallback | None = None  # registered with the core
+        self.limits = server.limits
+        self.pushed = 0  # messages queued for the RM that it counts (not acks)
+        self.streams = 0  # the Scheduler streams open in this session
+        self.backlog = 0
+        self.closing = ""
+        self.draining = ""  # the daemon stops: no more calls are taken
+        self._queues: dict[int, asyncio.Queue[Any]] = {}
+        self._calls: asyncio.Queue[_Call | None] = asyncio.Queue()
+        # What the three Scheduler streams read, merged and cut into chunks by the
+        # batcher, which hands the worker few calls for a burst of requests.
+        self._incoming: dict[int, asyncio.Queue[tuple[int, int, Any] | None]] = {
+            kind: asyncio.Queue() for kind in (_ALLOCATION, _APPLICATION, _NODE)
+        }
+        self._batcher = asyncio.get_running_loop().create_task(self._batch())
+        # Questions to the RM waiting for its answer (a refusal when it is gone).
+        self._questions: dict[int, asyncio.Future[bool | si.PreemptionPredicatesResponse]] = {}
+        self._next_question = 0
+        self._worker = asyncio.get_running_loop().create_task(self._work())
+        self.log = _log.bind(peer=peer, session=name)
+
+    # ====================================================================== outgoing
+    def open_stream(self, kind: int) -> asyncio.Queue[Any]:
+        """The queue of stream ``kind`` (what was queued before it opened is kept)."""
+        return self._queue(kind)
+
+    def _queue(self, kind: int) -> asyncio.Queue[Any]:
+        queue = self._queues.get(kind)
+        if queue is None:
+            queue = self._queues[kind] = asyncio.Queue()
+        return queue
+
+    def push(self, kind: int, message: Any, *, counted: bool = True) -> None:
+        if self.closing:
+            return
+        if self.backlog >= self.limits.max_backlog:
+            self.close(
+                f"the RM reads too slowly: {self.backlog:,} messages wait for it "
+                "(the daemon's --max-backlog)"
+            )
+            return
+        if kind == _SESSION and self.plain:
+            return
+        self.backlog += 1
+        if counted:
+            self.pushed += 1
+        self._queue(kind).put_nowait(message)
+
+    def close(self, reason: str) -> None:
+        """Goodbye with ``reason`` after what is queued; then every stream ends."""
+        if self.closing:
+            return
+        self.closing = reason
+        self.log.info("closing the session of {}: {}", self.rm_id or self.peer, reason)
+        if not self.plain:
+            self._queue(_SESSION).put_nowait(pb.FromDaemon(goodbye=pb.Goodbye(message=reason)))
+        for kind in (_ALLOCATION, _APPLICATION, _NODE, _SESSION):
+            self._queue(kind).put_nowait(None)
+        self._end_calls()
+        self._end()
+
+    async def finish(self, reason: str) -> None:
+        """The daemon stops: the calls taken are answered, then goodbye."""
+        self.draining = reason
+        self._end_calls()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._worker
+        self.close(reason)
+
+    def stream_ended(self) -> None:
+        """One of the session's Scheduler streams ended. A plain client (no session
+        stream) whose last one ends, closed or broken, is gone once it registered, as a
+        native connection that ends is: its RM is Paused after the calls it sent ran."""
+        self.streams -= 1
+        if self.plain and not self.streams and self.rm_id:
+            self.log.info("the last SI stream of {} ended", self.rm_id)
+            self.gone()
+
+    def gone(self) -> None:
+        """The RM closed its session stream (or a plain client its last SI stream), or
+        its connection died."""
+        if not self.closing:
+            self.closing = "the RM is gone"
+            self.log.info("the session of {} ended: {}", self.rm_id or self.peer, _GONE)
+            for kind in (_ALLOCATION, _APPLICATION, _NODE, _SESSION):
+                self._queue(kind).put_nowait(None)
+            self._end_calls()  # the calls taken still run, as on the native transport
+            self._end()
+
+    def _end(self) -> None:
+        for future in self._questions.values():
+            if not future.done():
+                future.set_result(False)
+        if self.server.sessions.get(self.name) is self:
+            del self.server.sessions[self.name]
+
+    # ========================================================================= calls
+    async def call(self, run: Callable[[], Awaitable[Any]], metadata: dict[str, str]) -> Any:
+        """Run ``run`` in turn; its result, or ``_CallError``."""
+        if self.closing or self.draining:
+            reason = self.closing or self.draining
+            raise _CallError(grpc.StatusCode.UNAVAILABLE, "ConnectionError", reason)
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._calls.put_nowait((run, future))
+        return await future
+
+    def take_request(self, kind: int, seq: int, request: Any) -> None:
+        """A request read from a Scheduler stream, queued; its Ack goes on the session
+        stream when it has run."""
+        if self.closing or self.draining:
+            return
+        self._incoming[kind].put_nowait((kind, seq, request))
+
+    def _end_calls(self) -> None:
+        """No more calls: the requests read so far still run, then the worker stops."""
+        for queue in self._incoming.values():
+            queue.put_nowait(None)
+
+    async def _batch(self) -> None:
+        """The session's stream requests, merged and chunked, to the worker; when the
+        streams end, the worker's end (after the unary calls taken so far)."""
+        merged = stream.merge(*(drain(q) for q in self._incoming.values()))
+        try:
+            chunks = chunks_within(merged, _CHUNK, self.server.batch_window)
+            async with chunks.stream() as read:
+                async for chunk in read:
+                    self._take_chunk([item for batch in chunk for item in batch])
+        except Exception:
+            self.log.exception("the requests of {} could not be read", self.rm_id or self.peer)
+        finally:
+            self._calls.put_nowait(None)
+
+    def _take_chunk(self, chunk: list[tuple[int, int, Any]]) -> None:
+        """A chunk of stream requests as calls: each checked against the limits (one that
+        fails is answered with its error, in its place), the others joined where the core
+        may take them in one call (``join_requests``)."""
+        limits = self.limits
+        taken: list[tuple[int, int, Any]] = []
+        for kind, seq, message in chunk:
+            try:
+                if kind == _ALLOCATION:
+                    request: Any = _from_allocation(message)
+                    limits.check_asks(request)
+                elif kind == _APPLICATION:
+                    request = _from_application(message)
+                    limits.check_ids("application", (a.application_id for a in request.new))
+                else:
+                    request = _from_node(message)
+                    limits.check_ids("node", (n.node_id for n in request.nodes))
+            except Exception as exc:
+                self._put_calls(taken)
+                taken = []
+                self._calls.put_nowait((_raiser(exc), [(kind, seq)]))
+                continue
+            taken.append((kind, seq, request))
+        self._put_calls(taken)
+
+    def _put_calls(self, taken: list[tuple[int, int, Any]]) -> None:
+        core = self.server.core
+        requests = [request for _, _, request in taken]
+        for run_of in join_requests(requests, self.limits.max_asks):
+            request = joined([requests[i] for i in run_of])
+            acks = [(taken[i][0], taken[i][1]) for i in run_of]
+            if isinstance(request, si.AllocationRequest):
+                call: Callable[[], Awaitable[None]] = partial(core.update_allocation, request)
+            elif isinstance(request, si.ApplicationRequest):
+                call = partial(core.update_application, request)
+            else:
+                call = partial(core.update_node, request)
+            self._calls.put_nowait((call, acks))
+
+    async def _work(self) -> None:
+        while True:
+            item = await self._calls.get()
+            if item is None:
+                if self.rm_id and self.closing and not self.draining:
+                    # the calls taken have run; no goodbye of a daemon that stops: the RM
+                    # is Paused (Core.rm_disconnected)
+                    self.server.core.rm_disconnected(self.rm_id, self._callback)
+                return
+            run, reply = item
+            try:
+                value = await run()
+            except (SchedulerError, NotFoundError) as exc:
+                code = (
+                    grpc.StatusCode.NOT_FOUND
+                    if isinstance(exc, NotFoundError)
+                    else grpc.StatusCode.INVALID_ARGUMENT
+                )
+                self._reply(reply, error=_CallError(code, type(exc).__name__, str(exc)))
+            except Exception as exc:
+                self.log.exception("a call of {} failed", self.rm_id or self.peer)
+                message = f"{type(exc).__name__}: {exc}"
+                self._reply(reply, error=_CallError(grpc.StatusCode.INTERNAL, "Error", message))
+            else:
+                self._reply(reply, value=value)
+
+    async def stop(self, rm_id: str) -> None:
+        """The RM of this session shuts down of its own accord (``stop_own_rm``)."""
+        await stop_own_rm(self.server.core, self.rm_id, rm_id, self.log)
+
+    def _reply(self, reply: Any, *, value: Any = None, error: _CallError | None = None) -> None:
+        if isinstance(reply, asyncio.Future):
+            if not reply.done():
+                if error is None:
+                    reply.set_result(value)
+                else:
+                    reply.set_exception(error)
+            return
+        if self.plain:
+            if error is not None:
+                self.log.warning("a request of {} failed: {}", self.rm_id, error.message)
+            return
+        for kind, seq in reply:
+            ack = pb.Ack(stream=kind, seq=seq)
+            if error is not None:
+                ack.error, ack.message = error.kind, error.message
+            self.push(_SESSION, pb.FromDaemon(ack=ack), counted=False)
+
+    async def register(
+        self,
+        request: si.RegisterResourceManagerRequest,
+        context: grpc.aio.ServicerContext[Any, Any],
+    ) -> None:
+        native = self.server.native
+        if not request.config and native.config:
+            request.config = native.config
+        metadata = {k: v for k, v in (context.invocation_metadata() or ()) if isinstance(v, str)}
+        if self.plain:
+            overrides = set(_PLAIN_CALLBACKS)
+        else:
+            named = metadata.get(CALLBACKS_KEY, "")
+            overrides = {m for m in named.split(",") if m in _CALLBACKS}
+        callback = _stand_in(self, overrides)
+        await self.server.core.register_resource_manager(request, callback)
+        self.rm_id = request.rm_id
+        self._callback = callback
+        native.rm_ids.add(request.rm_id)
+        self.log = self.log.bind(rm_id=self.rm_id)
+        self.log.info("resource manager {} registered from {} over gRPC", self.rm_id, self.peer)
+
+    # ==================================================================== predicates
+    async def ask_predicates(self, args: si.PredicatesArgs) -> bool:
+        def question(number: int) -> pb.FromDaemon:
+            asked = pb.PredicatesQuestion(id=number, args=_to_predicates(args))
+            return pb.FromDaemon(predicates=asked)
+
+        answer = await self._ask(question)
+        return answer if isinstance(answer, bool) else False
+
+    async def ask_preemption_predicates(
+        self, args: si.PreemptionPredicatesArgs
+    ) -> si.PreemptionPredicatesResponse:
+        def question(number: int) -> pb.FromDaemon:
+            asked = pb.PreemptionPredicatesQuestion(id=number, args=_to_preemption(args))
+            return pb.FromDaemon(preemption_predicates=asked)
+
+        answer = await self._ask(question)
+        if isinstance(answer, si.PreemptionPredicatesResponse):
+            return answer
+        return refuse_preemption()
+
+    async def _ask(
+        self, question: Callable[[int], pb.FromDaemon]
+    ) -> bool | si.PreemptionPredicatesResponse | None:
+        """Put ``question(id)`` to the RM on the session stream and wait for its answer;
+        None when none comes within ``predicates_timeout`` (the caller refuses)."""
+        if self.closing:
+            return None
+        self._next_question += 1
+        number = self._next_question
+        future: asyncio.Future[bool | si.PreemptionPredicatesResponse]
+        future = asyncio.get_running_loop().create_future()
+        self._questions[number] = future
+        self.push(_SESSION, question(number))
+        try:
+            async with asyncio.timeout(self.limits.predicates_timeout):
+                return await future
+        except TimeoutError:
+            return None
+        finally:
+            self._questions.pop(number, None)
+
+    def answer(self, answer: pb.PredicatesAnswer) -> None:
+        future = self._questions.get(answer.id)
+        if future is not None and not future.done():
+            future.set_result(bool(answer.allowed))
+
+    def answer_preemption(self, answer: pb.PreemptionPredicatesAnswer) -> None:
+        future = self._questions.get(answer.id)
+        if future is not None and not future.done():
+            if answer.HasField("response"):
+                future.set_result(_from_preemption(answer.response))
+            else:
+                future.set_result(refuse_preemption())
+
+
+def _stand_in(session: GrpcSession, overrides: set[str]) -> ResourceManagerCallback:
+    """The RM's callback inside the core: it overrides what the RM named, and each method
+    queues its argument for the RM."""
+    namespace: dict[str, Any] = {}
+    if "update_allocation" in overrides:
+
+        async def update_allocation(self: Any, response: si.AllocationResponse) -> None:
+            session.push(_ALLOCATION, _to_allocation_response(response))
+
+        namespace["update_allocation"] = update_allocation
+    if "update_application" in overrides:
+
+        async def update_application(self: Any, response: si.ApplicationResponse) -> None:
+            session.push(_APPLICATION, _to_application_response(response))
+
+        namespace["update_application"] = update_application
+    if "update_node" in overrides:
+
+        async def update_node(self: Any, response: si.NodeResponse) -> None:
+            session.push(_NODE, _to_node_response(response))
+
+        namespace["update_node"] = update_node
+    if "send_event" in overrides:
+
+        async def send_event(self: Any, events: list[si.EventRecord]) -> None:
+            message = pb.Events()
+            message.events.extend(_to_event(e) for e in events)
+            session.push(_SESSION, pb.FromDaemon(events=message))
+
+        namespace["send_event"] = send_event
+    if "predicates" in overrides:
+
+        async def predicates(self: Any, args: si.PredicatesArgs) -> bool:
+            return await session.ask_predicates(args)
+
+        namespace["predicates"] = predicates
+    if "preemption_predicates" in overrides:
+
+        async def preemption_predicates(
+            self: Any, args: si.PreemptionPredicatesArgs
+        ) -> si.PreemptionPredicatesResponse:
+            return await session.ask_preemption_predicates(args)
+
+        namespace["preemption_predicates"] = preemption_predicates
+    if "update_container_scheduling_state" in overrides:
+
+        async def update_container_scheduling_state(
+            self: Any, request: si.UpdateContainerSchedulingStateRequest
+        ) -> None:
+            session.push(_SESSION, pb.FromDaemon(scheduling_state=_to_state(request)))
+
+        namespace["update_container_scheduling_state"] = update_container_scheduling_state
+    cls = type("RemoteResourceManager", (ResourceManagerCallback,), namespace)
+    return cls()  # type: ignore[no-any-return]
+
+
+def _raiser(exc: Exception) -> Callable[[], Awaitable[None]]:
+    """A call that fails with ``exc`` (a request refused before it could run)."""
+
+    async def run() -> None:
+        raise exc
+
+    return run
