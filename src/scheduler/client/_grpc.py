@@ -38,7 +38,15 @@ from scheduler.client._native import (
     remote_error,
 )
 from scheduler.client._reconnect import Reconnect, Recover
-from scheduler.daemon._grpc_session import CALLBACKS_KEY, ERROR_KEY, SESSION_KEY, TOKEN_KEY
+from scheduler.daemon._grpc_session import (
+    BASE_KEY,
+    CALLBACKS_KEY,
+    ERROR_KEY,
+    KINDS,
+    RESUME_KEY,
+    SESSION_KEY,
+    TOKEN_KEY,
+)
 from scheduler.daemon._tls import TLSArg, read_ca
 from scheduler.si import si_pb2 as pb
 from scheduler.si._callback import (
@@ -120,6 +128,14 @@ async def connect_grpc(
         await remote.aclose()
 
 
+# The fields of a Received (and a Resume's) for each stream; the session stream is 0.
+_SESSION_STREAM = 0
+_FIELD = {
+    pb.Ack.ALLOCATION: "allocation",
+    pb.Ack.APPLICATION: "application",
+    pb.Ack.NODE: "node",
+    _SESSION_STREAM: "session",
+}
 _EOF: Any = vars(grpc.aio)["EOF"]  # the end of a stream's read() (not in grpc-stubs)
 _Kind = Any  # pb.Ack.Stream, an int
 
@@ -151,6 +167,15 @@ class GrpcRemoteCore(RemoteCore):
             ("grpc.max_send_message_length", -1),
         ]
         self._glink: _GrpcLink | None = None
+        self._counted: _GrpcLink | None = None  # the connection _counts reads
+        # The RM's registration, for a resume: its secret, and what it received since on
+        # each stream: _prior from earlier connections, plus the current one's count less
+        # _base (what it had before the registration).
+        self._registration = ""
+        self._prior: dict[int, int] = dict.fromkeys(KINDS, 0)
+        self._base: dict[int, int] = dict.fromkeys(KINDS, 0)
+        self._resumed = False  # the last connection's Welcome took its Resume
+        self._acking = False  # a Received is on its way for this turn of the loop
         self._closers: list[asyncio.Task[None]] = []  # closing lost connections
 
     def __repr__(self) -> str:
@@ -170,8 +195,19 @@ class GrpcRemoteCore(RemoteCore):
         register = link.unary(
             "/si.v1.Scheduler/RegisterResourceManager", pb.RegisterResourceManagerResponse
         )
-        await self._unary(link, register, _to[si.RegisterResourceManagerRequest](request), metadata)
+        call = register(_to[si.RegisterResourceManagerRequest](request), metadata=metadata)
+        await self._finish_call(link, call)
         self._registered = True
+        trailing: Any = await call.trailing_metadata() or ()
+        found = {key: value for key, value in trailing if isinstance(value, str)}
+        base = [int(n) for n in found.get(BASE_KEY, "").split(",") if n.isdecimal()]
+        if RESUME_KEY in found and len(base) == len(KINDS) and link is self._glink:
+            # what this RM receives from now on counts for its registration
+            self._rm_id = request.rm_id
+            self._registration = found[RESUME_KEY]
+            self._prior = dict.fromkeys(KINDS, 0)
+            self._base = dict(zip(KINDS, base, strict=True))
+            self._counted = link
         return si.RegisterResourceManagerResponse()
 
     async def update_node(self, request: si.NodeRequest) -> None:
@@ -199,17 +235,26 @@ class GrpcRemoteCore(RemoteCore):
         callbacks sent is settled too."""
         while True:
             before = self._sent
-            link = await self._current()
-            method = link.unary("/si.v1.SchedulerExtensions/Settle", pb.SettleResponse)
-            response: pb.SettleResponse = await self._unary(link, method, pb.Empty(), link.metadata)
-            while link.received < response.pushed:
-                if link.ended:
-                    raise ConnectionError(f"{self.target}: {link.ended}")
-                link.arrived.clear()
-                await link.arrived.wait()
+            try:
+                await self._settle_once()
+            except ConnectionError:
+                if self._retries("settle"):
+                    continue  # once connected again
+                raise
             await self._inbox.join()
             if self._sent == before:
                 return
+
+    async def _settle_once(self) -> None:
+        """The daemon settled, and everything it sent before is read."""
+        link = await self._current()
+        method = link.unary("/si.v1.SchedulerExtensions/Settle", pb.SettleResponse)
+        response: pb.SettleResponse = await self._unary(link, method, pb.Empty(), link.metadata)
+        while link.received < response.pushed:
+            if link.ended:
+                raise ConnectionError(f"{self.target}: {link.ended}")
+            link.arrived.clear()
+            await link.arrived.wait()
 
     # =========================================================================== queries
     # The query methods and their argument check are RemoteCore's; only the sending differs.
@@ -241,8 +286,12 @@ class GrpcRemoteCore(RemoteCore):
     async def _unary(
         self, link: _GrpcLink, method: Any, request: Any, metadata: list[tuple[str, str]]
     ) -> Any:
+        return await self._finish_call(link, method(request, metadata=metadata))
+
+    async def _finish_call(self, link: _GrpcLink, call: Any) -> Any:
+        """The answer of a unary ``call`` on ``link``, or the error it means here."""
         try:
-            return await method(request, metadata=metadata)
+            return await call
         except grpc.aio.AioRpcError as exc:
             raise self._rpc_error(link, exc) from None
         except asyncio.CancelledError:
@@ -296,15 +345,58 @@ class GrpcRemoteCore(RemoteCore):
             channel = grpc.aio.insecure_channel(self._address, options=self._options)
         link = _GrpcLink(self, channel)
         try:
-            await link.open(self._timeout)
+            welcome = await link.open(self._timeout, self._hello())
         except BaseException:
             link.end("closed", "not welcomed")
             await link.close()
             raise
-        self._glink = link  # welcomed: its loss is the core's from now on
+        # what earlier connections brought stays counted; this one counts from 0
+        self._prior, self._base = self._counts(), dict.fromkeys(KINDS, 0)
+        self._glink = self._counted = link  # welcomed: its loss is the core's from now on
+        self._welcomed(welcome)
 
     async def _resume(self) -> bool:
-        return False  # a gRPC session is not resumed: the RM recovers
+        """The connection's Hello resumed the registration (``_connect``), or not."""
+        return self._resumed
+
+    def _hello(self) -> pb.Hello:
+        """The Hello of a new connection: with a Resume once an RM registered."""
+        hello = pb.Hello(client="scheduler.client")
+        if self._registration:
+            counts = self._counts()
+            hello.resume.CopyFrom(
+                pb.Resume(
+                    rm_id=self._rm_id,
+                    registration=self._registration,
+                    received=pb.Received(**{_FIELD[k]: n for k, n in counts.items()}),
+                )
+            )
+        return hello
+
+    def _welcomed(self, welcome: pb.Welcome) -> None:
+        self._resumed = welcome.resumed
+        if not welcome.resumed and welcome.not_resumed:
+            _log.warning("{}: {}", self.target, welcome.not_resumed)
+            self._registration = ""
+
+    def _counts(self) -> dict[int, int]:
+        """What the RM received on each stream since it registered."""
+        link = self._counted
+        told = link.told if link is not None else dict.fromkeys(KINDS, 0)
+        return {k: self._prior[k] + told[k] - self._base[k] for k in KINDS}
+
+    def _told(self, link: _GrpcLink) -> None:
+        """``link`` brought the RM something its registration counts: the daemon hears the
+        counts once per turn of the loop (it need not keep what the RM has)."""
+        if self._registration and not self._acking and link is self._glink:
+            self._acking = True
+            asyncio.get_running_loop().call_soon(self._send_received, link)
+
+    def _send_received(self, link: _GrpcLink) -> None:
+        self._acking = False
+        if self._registration and link is self._glink and not link.ended:
+            counts = self._counts()
+            link.write(pb.FromRM(received=pb.Received(**{_FIELD[k]: n for k, n in counts.items()})))
 
     def _link_up(self) -> bool:
         return self._glink is not None and not self._glink.ended
@@ -362,8 +454,7 @@ class GrpcRemoteCore(RemoteCore):
     async def _answer(self, message: pb.FromRM) -> None:
         link = self._glink
         if link is not None and not link.ended:  # a question of a lost connection: none
-            with contextlib.suppress(grpc.aio.AioRpcError, asyncio.InvalidStateError):
-                await link.session.write(message)
+            link.write(message)
 
     async def aclose(self) -> None:
         """Close the connection (``connect`` does it on leaving its block)."""
@@ -397,9 +488,20 @@ class _GrpcLink:
         self.stream_calls: dict[_Kind, Any] = {}
         self.session: Any = None
         self.received = 0  # messages of the daemon counted by its Settle
+        self.told = dict.fromkeys(KINDS, 0)  # callbacks received, by stream
         self.arrived = asyncio.Event()
+        self.outgoing: asyncio.Queue[pb.FromRM] = asyncio.Queue()  # on the session stream
         self.ended = ""
         self.tasks: list[asyncio.Task[None]] = []
+
+    def write(self, message: pb.FromRM) -> None:
+        """Send ``message`` on the session stream, after those before it."""
+        self.outgoing.put_nowait(message)
+
+    async def _write(self) -> None:
+        with contextlib.suppress(grpc.aio.AioRpcError, asyncio.InvalidStateError):
+            while True:
+                await self.session.write(await self.outgoing.get())
 
     def unary(self, path: str, response: Any) -> Any:
         return self.channel.unary_unary(
@@ -408,7 +510,7 @@ class _GrpcLink:
             response_deserializer=response.FromString,
         )
 
-    async def open(self, timeout: float) -> None:
+    async def open(self, timeout: float, hello: pb.Hello) -> pb.Welcome:
         loop = asyncio.get_running_loop()
         session = self.channel.stream_stream(
             "/si.v1.SchedulerExtensions/Session",
@@ -418,7 +520,7 @@ class _GrpcLink:
         self.session = session
         try:
             async with asyncio.timeout(timeout):
-                await session.write(pb.FromRM(hello=pb.Hello(client="scheduler.client")))
+                await session.write(pb.FromRM(hello=hello))
                 welcome: Any = await session.read()
         except TimeoutError:
             session.cancel()
@@ -438,6 +540,7 @@ class _GrpcLink:
         name = welcome.welcome.session
         self.metadata = [*self.metadata, (SESSION_KEY, name)]
         self.tasks.append(loop.create_task(self._read_session(), name=f"grpc session {name}"))
+        self.tasks.append(loop.create_task(self._write(), name=f"grpc session {name} out"))
         for kind, method, request, response in _STREAMS:
             call = self.channel.stream_stream(
                 f"/si.v1.Scheduler/{method}",
@@ -446,11 +549,16 @@ class _GrpcLink:
             )(None, metadata=self.metadata)
             self.stream_calls[kind] = call
             self.tasks.append(loop.create_task(self._read_stream(kind, call), name=method))
+        reply: pb.Welcome = welcome.welcome
+        return reply
 
-    def _arrive(self, kind: str, message: Any) -> None:
+    def _arrive(self, kind: str, message: Any, stream: int | None = None) -> None:
         self.received += 1
         self.core._inbox.put_nowait((kind, message))
         self.arrived.set()
+        if stream is not None:  # a callback: counted for a resume
+            self.told[stream] += 1
+            self.core._told(self)
 
     async def _read_stream(self, kind: _Kind, call: Any) -> None:
         name = {pb.Ack.ALLOCATION: "allocation", pb.Ack.APPLICATION: "application"}.get(
@@ -458,7 +566,7 @@ class _GrpcLink:
         )
         try:
             async for message in call:
-                self._arrive(name, message)
+                self._arrive(name, message, kind)
         except grpc.aio.AioRpcError as exc:
             if exc.code() != grpc.StatusCode.CANCELLED:
                 hint = (
@@ -485,7 +593,9 @@ class _GrpcLink:
                     kind = "goodbye"
                     reason = f"the daemon closed the connection: {message.goodbye.message}"
                     return
-                elif which in ("predicates", "preemption_predicates", "events", "scheduling_state"):
+                elif which in ("events", "scheduling_state"):
+                    self._arrive(which, getattr(message, which), _SESSION_STREAM)
+                elif which in ("predicates", "preemption_predicates"):
                     self._arrive(which, getattr(message, which))
         except grpc.aio.AioRpcError as exc:
             if exc.code() != grpc.StatusCode.CANCELLED:

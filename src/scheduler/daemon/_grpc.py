@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -51,6 +52,7 @@ from scheduler.daemon._grpc_session import (
     _from_register,
 )
 from scheduler.daemon._native import Limits, run_query
+from scheduler.daemon._outbox import Outboxes
 from scheduler.si import si_pb2 as pb
 
 if TYPE_CHECKING:
@@ -74,6 +76,8 @@ class GrpcServer:
         self.token = native.token
         self.limits: Limits = native.limits
         self.sessions: dict[str, GrpcSession] = {}
+        # The outbox of each RM registered here with a session stream, while it may resume.
+        self.outboxes: Outboxes[Any] = Outboxes()
         self._ids = itertools.count(1)
         self._closing = ""
         self._server: grpc.aio.Server | None = None
@@ -335,15 +339,21 @@ class GrpcServer:
             await context.abort(
                 grpc.StatusCode.FAILED_PRECONDITION, "the first message must be a hello"
             )
-        name = f"s{next(self._ids)}"
+        name = f"s{next(self._ids)}-{secrets.token_hex(8)}"
         session = self.sessions[name] = GrpcSession(self, name, context.peer(), plain=False)
         queue = session.open_stream(_SESSION)
-        await context.write(pb.FromDaemon(welcome=pb.Welcome(session=name)))
+        welcome = pb.Welcome(session=name)
+        if hello.hello.HasField("resume"):
+            welcome.not_resumed = session.resume(hello.hello.resume)
+            welcome.resumed = not welcome.not_resumed
+        await context.write(pb.FromDaemon(welcome=welcome))
 
         async def read() -> None:
             async for message in requests:
                 kind = message.WhichOneof("kind")
-                if kind == "predicates_answer":
+                if kind == "received":
+                    session.received(message.received)
+                elif kind == "predicates_answer":
                     session.answer(message.predicates_answer)
                 elif kind == "preemption_predicates_answer":
                     session.answer_preemption(message.preemption_predicates_answer)

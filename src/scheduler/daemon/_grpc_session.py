@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import grpc
 import grpc.aio
@@ -23,6 +23,7 @@ from scheduler import si
 from scheduler._errors import NotFoundError, SchedulerError
 from scheduler.daemon._batching import chunks_within, drain, join_requests, joined
 from scheduler.daemon._native import stop_own_rm
+from scheduler.daemon._outbox import Outbox
 from scheduler.si import si_pb2 as pb
 from scheduler.si._callback import (
     CALLBACK_METHODS,
@@ -35,7 +36,16 @@ from scheduler.si._grpc_codec import from_proto_of, to_proto_of
 if TYPE_CHECKING:
     from scheduler.daemon._grpc import GrpcServer
 
-__all__ = ["CALLBACKS_KEY", "ERROR_KEY", "SESSION_KEY", "TOKEN_KEY", "GrpcSession"]
+__all__ = [
+    "BASE_KEY",
+    "CALLBACKS_KEY",
+    "ERROR_KEY",
+    "KINDS",
+    "RESUME_KEY",
+    "SESSION_KEY",
+    "TOKEN_KEY",
+    "GrpcSession",
+]
 
 _log = logger.bind(transport="grpc")
 
@@ -43,6 +53,11 @@ SESSION_KEY = "x-scheduler-session"
 TOKEN_KEY = "x-scheduler-token"
 CALLBACKS_KEY = "x-scheduler-callbacks"
 ERROR_KEY = "x-scheduler-error"
+# Trailing metadata of RegisterResourceManager on a session: the registration's secret
+# (what a Resume names), and what the session had told the RM before it on each stream
+# ("allocation,application,node,session"), for the RM to count what it received since.
+RESUME_KEY = "x-scheduler-resume"
+BASE_KEY = "x-scheduler-base"
 
 _CALLBACKS = frozenset((*CALLBACK_METHODS, *OPTIONAL_CALLBACK_METHODS))
 # A plain SI client hears the responses on its streams and nothing else.
@@ -50,6 +65,8 @@ _PLAIN_CALLBACKS = frozenset(("update_allocation", "update_application", "update
 
 _ALLOCATION, _APPLICATION, _NODE = pb.Ack.ALLOCATION, pb.Ack.APPLICATION, pb.Ack.NODE
 _SESSION = 0  # the index of the session stream's queue
+# The streams, in the order of x-scheduler-base and of a Received's fields.
+KINDS = (_ALLOCATION, _APPLICATION, _NODE, _SESSION)
 _GONE = "its streams ended: it closed them, or its connection died (the daemon's --idle-timeout)"
 
 _from_register = from_proto_of(si.RegisterResourceManagerRequest)
@@ -95,6 +112,10 @@ class GrpcSession:
         self.plain = plain  # no session stream: acks and extension callbacks have nowhere to go
         self.rm_id = ""
         self._callback: ResourceManagerCallback | None = None  # registered with the core
+        # The outbox of the RM's registration (not for a plain client, which cannot
+        # resume), and what this session told the RM on each stream.
+        self.outbox: Outbox[Any] | None = None
+        self.told = dict.fromkeys(KINDS, 0)
         self.limits = server.limits
         self.pushed = 0  # messages queued for the RM that it counts (not acks)
         self.streams = 0  # the Scheduler streams open in this session
@@ -126,7 +147,9 @@ class GrpcSession:
             queue = self._queues[kind] = asyncio.Queue()
         return queue
 
-    def push(self, kind: int, message: Any, *, counted: bool = True) -> None:
+    def push(self, kind: int, message: Any, *, counted: bool = True, told: bool = False) -> None:
+        if told:
+            self.told[kind] += 1
         if self.closing:
             return
         if self.backlog >= self.limits.max_backlog:
@@ -269,9 +292,10 @@ class GrpcSession:
         while True:
             item = await self._calls.get()
             if item is None:
-                if self.rm_id and self.closing and not self.draining:
+                owned = self.outbox is None or self.outbox.detach(self)
+                if self.rm_id and self.closing and not self.draining and owned:
                     # the calls taken have run; no goodbye of a daemon that stops: the RM
-                    # is Paused (Core.rm_disconnected)
+                    # is Paused (Core.rm_disconnected), its outbox keeps what it is told
                     self.server.core.rm_disconnected(self.rm_id, self._callback)
                 return
             run, reply = item
@@ -327,13 +351,66 @@ class GrpcSession:
         else:
             named = metadata.get(CALLBACKS_KEY, "")
             overrides = {m for m in named.split(",") if m in _CALLBACKS}
-        callback = _stand_in(self, overrides)
+        outbox: Outbox[Any] | None = None
+        if not self.plain:
+            outbox = Outbox(request.rm_id, self.limits.max_backlog)
+        callback = _stand_in(self, overrides, outbox)
         await self.server.core.register_resource_manager(request, callback)
         self.rm_id = request.rm_id
         self._callback = callback
         native.rm_ids.add(request.rm_id)
         self.log = self.log.bind(rm_id=self.rm_id)
+        if outbox is not None:
+            outbox.callback = callback
+            self.server.outboxes.add(outbox, self.server.core.is_registered)
+            base = ",".join(str(self.told[kind]) for kind in KINDS)
+            context.set_trailing_metadata(((RESUME_KEY, outbox.token), (BASE_KEY, base)))
+            self._own(outbox)
         self.log.info("resource manager {} registered from {} over gRPC", self.rm_id, self.peer)
+
+    def resume(self, resume: pb.Resume) -> str:
+        """The Hello's ``Resume``: the RM's session is this one now, and what it did not
+        receive is queued on each stream. Returns why not, or "" when it resumed."""
+        received = resume.received
+        counts = dict(
+            zip(
+                KINDS,
+                (received.allocation, received.application, received.node, received.session),
+                strict=True,
+            )
+        )
+        core = self.server.core
+        try:
+            outbox = self.server.outboxes.resume(
+                resume.rm_id, resume.registration, counts, core.rm_reconnected
+            )
+        except NotFoundError as exc:
+            self.log.info("a resume of {} from {} refused: {}", resume.rm_id, self.peer, exc)
+            return str(exc)
+        old = outbox.owner
+        if isinstance(old, GrpcSession) and old is not self:  # its loss not yet seen
+            old.close("the resource manager resumed its session on another connection")
+        self.rm_id = outbox.rm_id
+        self._callback = cast(ResourceManagerCallback, outbox.callback)
+        self.log = self.log.bind(rm_id=self.rm_id)
+        self._own(outbox)
+        self.log.info("resource manager {} resumed its session from {}", self.rm_id, self.peer)
+        return ""
+
+    def _own(self, outbox: Outbox[Any]) -> None:
+        """This session sends what ``outbox`` is told from now on, after what it kept."""
+        if self.outbox is not None and self.outbox is not outbox:
+            self.outbox.detach(self)  # registered again on this session
+        self.outbox = outbox
+        for kind, item in outbox.attach(self):
+            self.push(kind, item, told=True)
+
+    def received(self, received: pb.Received) -> None:
+        """The RM's count of what it received on each stream: need not be kept."""
+        if self.outbox is not None:
+            counts = (received.allocation, received.application, received.node, received.session)
+            for kind, count in zip(KINDS, counts, strict=True):
+                self.outbox.ack(kind, count)
 
     # ==================================================================== predicates
     async def ask_predicates(self, args: si.PredicatesArgs) -> bool:
@@ -391,26 +468,44 @@ class GrpcSession:
                 future.set_result(refuse_preemption())
 
 
-def _stand_in(session: GrpcSession, overrides: set[str]) -> ResourceManagerCallback:
-    """The RM's callback inside the core: it overrides what the RM named, and each method
-    queues its argument for the RM."""
-    namespace: dict[str, Any] = {}
+def _stand_in(
+    session: GrpcSession, overrides: set[str], outbox: Outbox[Any] | None
+) -> ResourceManagerCallback:
+    """The RM's callback inside the core: it overrides what the RM named. What it is told
+    is queued for the RM on its stream: through the registration's ``outbox`` (kept until
+    the RM has it, and sent by the session that owns the outbox, if one does), or, for a
+    plain client, on ``session``. Its questions go to the session that has the RM (none
+    while it is away: refused). ``dropped`` counts what the outbox could not keep."""
+
+    def tell(kind: int, message: Any) -> None:
+        if outbox is None:
+            session.push(kind, message, told=True)
+        elif outbox.push(kind, message):
+            cast(GrpcSession, outbox.owner).push(kind, message, told=True)
+
+    def now() -> GrpcSession | None:
+        owner = session if outbox is None else outbox.owner
+        return owner if isinstance(owner, GrpcSession) else None
+
+    namespace: dict[str, Any] = {
+        "dropped": property(lambda self: 0 if outbox is None else outbox.dropped)
+    }
     if "update_allocation" in overrides:
 
         async def update_allocation(self: Any, response: si.AllocationResponse) -> None:
-            session.push(_ALLOCATION, _to_allocation_response(response))
+            tell(_ALLOCATION, _to_allocation_response(response))
 
         namespace["update_allocation"] = update_allocation
     if "update_application" in overrides:
 
         async def update_application(self: Any, response: si.ApplicationResponse) -> None:
-            session.push(_APPLICATION, _to_application_response(response))
+            tell(_APPLICATION, _to_application_response(response))
 
         namespace["update_application"] = update_application
     if "update_node" in overrides:
 
         async def update_node(self: Any, response: si.NodeResponse) -> None:
-            session.push(_NODE, _to_node_response(response))
+            tell(_NODE, _to_node_response(response))
 
         namespace["update_node"] = update_node
     if "send_event" in overrides:
@@ -418,13 +513,14 @@ def _stand_in(session: GrpcSession, overrides: set[str]) -> ResourceManagerCallb
         async def send_event(self: Any, events: list[si.EventRecord]) -> None:
             message = pb.Events()
             message.events.extend(_to_event(e) for e in events)
-            session.push(_SESSION, pb.FromDaemon(events=message))
+            tell(_SESSION, pb.FromDaemon(events=message))
 
         namespace["send_event"] = send_event
     if "predicates" in overrides:
 
         async def predicates(self: Any, args: si.PredicatesArgs) -> bool:
-            return await session.ask_predicates(args)
+            owner = now()
+            return owner is not None and await owner.ask_predicates(args)
 
         namespace["predicates"] = predicates
     if "preemption_predicates" in overrides:
@@ -432,7 +528,10 @@ def _stand_in(session: GrpcSession, overrides: set[str]) -> ResourceManagerCallb
         async def preemption_predicates(
             self: Any, args: si.PreemptionPredicatesArgs
         ) -> si.PreemptionPredicatesResponse:
-            return await session.ask_preemption_predicates(args)
+            owner = now()
+            if owner is None:
+                return refuse_preemption()
+            return await owner.ask_preemption_predicates(args)
 
         namespace["preemption_predicates"] = preemption_predicates
     if "update_container_scheduling_state" in overrides:
@@ -440,7 +539,7 @@ def _stand_in(session: GrpcSession, overrides: set[str]) -> ResourceManagerCallb
         async def update_container_scheduling_state(
             self: Any, request: si.UpdateContainerSchedulingStateRequest
         ) -> None:
-            session.push(_SESSION, pb.FromDaemon(scheduling_state=_to_state(request)))
+            tell(_SESSION, pb.FromDaemon(scheduling_state=_to_state(request)))
 
         namespace["update_container_scheduling_state"] = update_container_scheduling_state
     cls = type("RemoteResourceManager", (ResourceManagerCallback,), namespace)

@@ -31,7 +31,7 @@ from loguru import logger
 from scheduler import si
 from scheduler._errors import NotFoundError, SchedulerError
 from scheduler.daemon._liveness import keep_alive
-from scheduler.daemon._outbox import Outbox
+from scheduler.daemon._outbox import Outbox, Outboxes
 from scheduler.si._callback import ResourceManagerCallback, refuse_preemption
 from scheduler.si._wire import (
     MAX_FRAME,
@@ -200,14 +200,7 @@ class NativeServer:
         self.sessions: set[Session] = set()
         self.rm_ids: set[str] = set()  # RMs registered through this server
         # The outbox of each RM registered here, kept while it may resume its session.
-        self.outboxes: dict[str, Outbox[bytes]] = {}
-
-    def forget_gone(self) -> None:
-        """Drop the outboxes of RMs that are away and no longer registered with them
-        (Stopped, or registered again elsewhere)."""
-        for rm_id, box in list(self.outboxes.items()):
-            if box.owner is None and not self.core.is_registered(rm_id, box.callback):
-                del self.outboxes[rm_id]
+        self.outboxes: Outboxes[bytes] = Outboxes()
 
     async def serve(self, listener: Listener[Any]) -> None:
         """Take connections until cancelled; each is served in a task of the listener's."""
@@ -533,8 +526,7 @@ class Session:
         outbox.callback = callback = _stand_in(outbox, set(call.overrides))
         await self.server.core.register_resource_manager(request, callback)
         self._own(outbox)
-        self.server.forget_gone()
-        self.server.outboxes[request.rm_id] = outbox
+        self.server.outboxes.add(outbox, self.server.core.is_registered)
         self.server.rm_ids.add(request.rm_id)
         self.log.info("resource manager {} registered from {}", self.rm_id, self.peer)
         return {"session": outbox.token}
@@ -542,17 +534,11 @@ class Session:
     def _resume(self, call: ResumeCall) -> None:
         """The RM resumes its session: Running again, and what it has not received goes
         out after the result (``Outbox``)."""
-        gone = (
-            f"resource manager {call.rm_id!r} has no session to resume here (the daemon "
-            "restarted, or the RM was Stopped or registered again): register again and recover"
+        core = self.server.core
+        received = {0: call.received}
+        outbox = self.server.outboxes.resume(
+            call.rm_id, call.session, received, core.rm_reconnected
         )
-        outbox = self.server.outboxes.get(call.rm_id)
-        if outbox is None:
-            raise NotFoundError(gone)
-        outbox.resume(call.session, {0: call.received})
-        if not self.server.core.rm_reconnected(call.rm_id, outbox.callback):
-            self.server.outboxes.pop(call.rm_id, None)
-            raise NotFoundError(gone)
         old = outbox.owner
         if isinstance(old, Session) and old is not self:  # its loss not yet seen
             old.close("the resource manager resumed its session on another connection")

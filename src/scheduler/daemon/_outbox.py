@@ -20,11 +20,12 @@ from __future__ import annotations
 
 import secrets
 from collections import deque
+from collections.abc import Callable
 from typing import Generic, TypeVar
 
 from scheduler._errors import NotFoundError
 
-__all__ = ["Outbox"]
+__all__ = ["Outbox", "Outboxes"]
 
 T = TypeVar("T")
 
@@ -131,3 +132,49 @@ class Outbox(Generic[T]):
                 )
         for channel, count in counts.items():
             self.ack(channel, count)
+
+
+class Outboxes(Generic[T]):
+    """The outboxes of the RMs a transport registered, by RM id, while each may resume."""
+
+    def __init__(self) -> None:
+        self._boxes: dict[str, Outbox[T]] = {}
+
+    def __len__(self) -> int:
+        return len(self._boxes)
+
+    def add(self, outbox: Outbox[T], registered: Callable[[str, object], bool]) -> None:
+        """``outbox`` is its RM's now; those of RMs that are away and no longer registered
+        with theirs (``registered(rm_id, callback)`` is false: Stopped, or registered
+        again elsewhere) are dropped."""
+        for rm_id, box in list(self._boxes.items()):
+            if box.owner is None and not registered(rm_id, box.callback):
+                del self._boxes[rm_id]
+        self._boxes[outbox.rm_id] = outbox
+
+    def resume(
+        self,
+        rm_id: str,
+        token: str,
+        received: dict[int, int],
+        reconnected: Callable[[str, object], bool],
+    ) -> Outbox[T]:
+        """The outbox ``rm_id`` resumes with ``token`` (``Outbox.resume``), once the core
+        took the RM back (``reconnected(rm_id, callback)``, ``Core.rm_reconnected``).
+
+        Raises:
+            NotFoundError: none here, a wrong token or counts, or the RM was Stopped or
+                registered again since: it registers again and recovers.
+        """
+        gone = (
+            f"resource manager {rm_id!r} has no session to resume here (the daemon "
+            "restarted, or the RM was Stopped or registered again): register again and recover"
+        )
+        box = self._boxes.get(rm_id)
+        if box is None:
+            raise NotFoundError(gone)
+        box.resume(token, received)
+        if not reconnected(rm_id, box.callback):
+            del self._boxes[rm_id]
+            raise NotFoundError(gone)
+        return box
