@@ -57,6 +57,16 @@ EXPECTED: dict[str, list[str]] = {
         "rejected ask trial: permit gang train/sweep timeout",
         "event GangTimeout (train/sweep)",
     ],
+    "resilient_rm.py": [
+        "the RM holds 3 allocations",
+        "killing the daemon",
+        "connection lost (lost): reconnecting",
+        "recovering 3 allocations",
+        "the new daemon holds 3 allocations",
+        "allocated: more on node-",
+        "the RM holds 4 allocations, reconnected 1x",
+        "daemon exited with 0",
+    ],
     "remote_rm.py": [
         "daemon listening (native transport)",
         "node accepted: node-1",
