@@ -18,8 +18,7 @@ from __future__ import annotations
 import asyncio
 
 import scheduler
-from scheduler import si
-from scheduler import gang_tags
+from scheduler import gang_tags, si
 from scheduler.testing import ManualClock
 
 RM = "rm-1"
