@@ -60,7 +60,7 @@ from ..conftest import RM, Driver, app, ask, node
 
 T = TypeVar("T")
 
-EXAMPLES = int(os.environ.get("BY_SHAPE_EXAMPLES", "100"))  # more for a deeper search
+EXAMPLES = int(os.environ.get("BY_SHAPE_EXAMPLES", "1000"))  # more for a deeper search
 SETTLE_TIMEOUT = 10.0  # seconds of wall time: a core that does not settle fails the example
 STOPPED = si.TerminationType.STOPPED_BY_RM
 REQUIRED_NODE = si.DOMAIN_YUNIKORN + si.KEY_REQUIRED_NODE

@@ -77,7 +77,7 @@ GANG = "gang-1"  # in root.cap, with a placeholder total of 3 placeholders of 2
 SHAPES = ((1, 1), (2, 1), (3, 1), (2, 2), (5, 1))  # (memory, vcore)
 REQUIRED = si.DOMAIN_YUNIKORN + si.KEY_REQUIRED_NODE
 # Examples per run; a deeper search: OUTSTANDING_PROPERTY_EXAMPLES=2000 pytest <this file>
-EXAMPLES = int(os.environ.get("OUTSTANDING_PROPERTY_EXAMPLES", "150"))
+EXAMPLES = int(os.environ.get("OUTSTANDING_PROPERTY_EXAMPLES", "450"))
 
 
 # ======================================================================== the program

@@ -88,7 +88,7 @@ from scheduler.testing import ErrorWatch, ManualClock, RecordingCallback
 
 from ..conftest import RM, Driver, app, ask, node
 
-EXAMPLES = int(os.environ.get("PREEMPTION_PROPERTY_EXAMPLES", "60"))
+EXAMPLES = int(os.environ.get("PREEMPTION_PROPERTY_EXAMPLES", "180"))
 STEPS = int(os.environ.get("PREEMPTION_PROPERTY_STEPS", "30"))
 
 PREEMPTED = si.TerminationType.PREEMPTED_BY_SCHEDULER
@@ -1214,6 +1214,7 @@ class PreemptionMachine(RuleBasedStateMachine):
         check(not self.coming, f"preemptors still waiting at the end: {self.coming}")
 
 
+@pytest.mark.property
 def test_preemption_keeps_its_laws_at_random() -> None:
     run_state_machine_as_test(
         PreemptionMachine,

@@ -51,6 +51,7 @@ fixed since, in 6027a78, 9932ad5 and 2eaa5f2).
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 from collections import Counter
 from collections.abc import Iterator
@@ -69,6 +70,8 @@ from scheduler.testing import ManualClock, RecordingCallback
 
 from ..conftest import Driver, app, ask, node
 from .test_gang import REPLACED, TIMEOUT, confirm, gang_app, placeholders, reals
+
+EXAMPLES = int(os.environ.get("GANG_PROPERTY_EXAMPLES", "700"))  # more for a deeper search
 
 # Two limited queues (so gangs sometimes wait for quota), an unlimited one, and a fair one
 # (where a gang is rejected).
@@ -1083,7 +1086,7 @@ async def liveness(d: Driver, rm: Rm, errors: list[str]) -> None:
         check(len(got) == 4, f"a fresh gang in {queue} got {len(got)} of 4 placeholders")
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(op_list=op_lists)
 def test_random_gang_operations_keep_the_invariants(op_list: list[Op]) -> None:
     asyncio.run(run(op_list))

@@ -87,7 +87,7 @@ MEMBER_VCORE = 1
 NODE_VCORE = 10
 # Examples per run of the main property (the quota one runs half as many again); a deeper
 # run: PERMIT_PROPERTY_EXAMPLES=3000 pytest tests/scheduler/test_permit_property.py
-EXAMPLES = int(os.environ.get("PERMIT_PROPERTY_EXAMPLES", "90"))
+EXAMPLES = int(os.environ.get("PERMIT_PROPERTY_EXAMPLES", "270"))
 
 
 pytestmark = pytest.mark.asyncio
