@@ -59,6 +59,7 @@ async def connect(
     tls: TLSArg = None,
     reconnect: Reconnect | None = None,
     recover: Recover | None = None,
+    idle_timeout: float = 60.0,
 ) -> AsyncIterator[RemoteCore]:
     """Connect to a daemon; leaving the block closes the connection.
 
@@ -81,6 +82,12 @@ async def connect(
             the RM's session (it restarted, or the RM was Stopped); it registers the RM
             again and reports its state (its applications, then its nodes with the
             allocations on them: the SI's recovery). Without it, that is the end.
+        idle_timeout: A connection on which nothing came from the daemon for this many
+            seconds is lost (a daemon whose host vanished leaves a connection that looks
+            open): the client pings after part of that silence (native: ``Ping`` after a
+            third; gRPC: HTTP/2 keepalive after half), and a live daemon answers. Over
+            gRPC keep it at or above the daemon's ``--idle-timeout``: a daemon drops a
+            connection that pings more often than a third of its own.
 
     Raises:
         SchedulerError: ``target`` is not a target this client can reach, or ``tls`` is
@@ -88,6 +95,8 @@ async def connect(
         ConnectionError: The daemon cannot be reached, or refused the connection (a wrong
             token, a different protocol version), or its certificate is not trusted.
     """
+    if not 0 < idle_timeout <= 86_400:
+        raise SchedulerError(f"idle_timeout={idle_timeout!r}: say seconds above 0, at most a day")
     scheme = urlsplit(target).scheme
     if tls is not None and scheme not in ("tls", "grpcs"):
         raise SchedulerError(f"target {target!r}: tls= is for tls:// and grpcs:// targets")
@@ -102,6 +111,7 @@ async def connect(
             tls=tls,
             reconnect=reconnect,
             recover=recover,
+            idle_timeout=idle_timeout,
         ) as core:
             yield core
         return
@@ -113,5 +123,6 @@ async def connect(
         tls=tls,
         reconnect=reconnect,
         recover=recover,
+        idle_timeout=idle_timeout,
     ) as core:
         yield core

@@ -96,6 +96,7 @@ async def connect_grpc(
     tls: TLSArg = None,
     reconnect: Reconnect | None = None,
     recover: Recover | None = None,
+    idle_timeout: float = 60.0,
 ) -> AsyncIterator[GrpcRemoteCore]:
     """Connect to a daemon's ``--grpc`` address ``grpc://host:port`` (``grpcs://`` with
     TLS, trusting the CA file ``tls`` or the system's trust store); leaving the block
@@ -120,6 +121,7 @@ async def connect_grpc(
         credentials=credentials,
         reconnect=reconnect,
         recover=recover,
+        idle_timeout=idle_timeout,
     )
     try:
         await remote._start()
@@ -158,13 +160,30 @@ class GrpcRemoteCore(RemoteCore):
         credentials: grpc.ChannelCredentials | None,
         reconnect: Reconnect | None,
         recover: Recover | None,
+        idle_timeout: float,
     ) -> None:
-        super().__init__(target, token=token, timeout=timeout, reconnect=reconnect, recover=recover)
+        super().__init__(
+            target,
+            token=token,
+            timeout=timeout,
+            reconnect=reconnect,
+            recover=recover,
+            idle_timeout=idle_timeout,
+        )
         self._address = address
         self._credentials = credentials
+        ping = max(1, int(idle_timeout * 1000 / 2))
         self._options = [
             ("grpc.max_receive_message_length", max_frame),
             ("grpc.max_send_message_length", -1),
+            # a daemon silent for half of idle_timeout is pinged (no more often than a
+            # daemon of the same --idle-timeout allows: a third of it); the connection is
+            # lost when a ping is not answered within the other half
+            ("grpc.keepalive_time_ms", ping),
+            ("grpc.keepalive_timeout_ms", ping),
+            ("grpc.http2.ping_timeout_ms", ping),  # any ping: a BDP ping may be the one out
+            ("grpc.keepalive_permit_without_calls", 1),
+            ("grpc.http2.max_pings_without_data", 0),
         ]
         self._glink: _GrpcLink | None = None
         self._counted: _GrpcLink | None = None  # the connection _counts reads

@@ -91,6 +91,7 @@ async def connect_native(
     tls: TLSArg = None,
     reconnect: Reconnect | None = None,
     recover: Recover | None = None,
+    idle_timeout: float = 60.0,
 ) -> AsyncIterator[RemoteCore]:
     """``scheduler.client.connect`` for the native transport's targets (``tcp://``,
     ``unix://``, ``tls://``): connected and welcomed; closed when the block is left."""
@@ -102,6 +103,7 @@ async def connect_native(
         tls=tls,
         reconnect=reconnect,
         recover=recover,
+        idle_timeout=idle_timeout,
     )
     try:
         await remote._start()
@@ -167,8 +169,10 @@ class RemoteCore(Lifeline):
         tls: TLSArg = None,
         reconnect: Reconnect | None = None,
         recover: Recover | None = None,
+        idle_timeout: float = 60.0,
     ) -> None:
         self.target = target
+        self._idle_timeout = idle_timeout
         self._token = token
         self._max_frame = max_frame
         self._timeout = timeout
@@ -469,12 +473,14 @@ class _Link:
         self.ended = ""
         self.refused = False  # the daemon would not take the connection
         self.tasks: list[asyncio.Task[None]] = []
+        self.heard = 0  # reads from the daemon so far (the watchdog compares)
 
     async def start(self, token: str, timeout: float) -> None:
         loop = asyncio.get_running_loop()
         self.tasks = [
             loop.create_task(self._read(), name=f"scheduler.client read {self.target}"),
             loop.create_task(self._write(), name=f"scheduler.client write {self.target}"),
+            loop.create_task(self._watch(), name=f"scheduler.client watch {self.target}"),
         ]
         self.send(encode(Hello(token=token)))
         try:
@@ -528,6 +534,7 @@ class _Link:
         try:
             while True:
                 data = await self.stream.receive(RECEIVE_BYTES)
+                self.heard += 1
                 told = False
                 for body in reader.frames(data):
                     message = decode_from_daemon(body)
@@ -567,9 +574,33 @@ class _Link:
                     "certificate it trusts: tls=ssl.SSLContext, with load_cert_chain)"
                 )
             self.end(kind, reason)
-            self.tasks[1].cancel()  # the writer
+            for task in self.tasks[1:]:  # the writer and the watchdog
+                task.cancel()
             with contextlib.suppress(Exception):
                 await self.stream.aclose()
+
+    async def _watch(self) -> None:
+        """A daemon heard nothing from for a third of the idle timeout is pinged (a live
+        one answers ``Pong``); heard nothing from for all of it, the connection is lost
+        (its host vanished, or the network between: no FIN ever comes)."""
+        idle = self.core._idle_timeout
+        loop = asyncio.get_running_loop()
+        heard, heard_at = self.heard, loop.time()
+        pinged = False
+        while not self.ended:
+            await asyncio.sleep(idle / 6)
+            if self.heard != heard:
+                heard, heard_at, pinged = self.heard, loop.time(), False
+            silent = loop.time() - heard_at
+            if silent >= idle:
+                self.end("lost", f"nothing heard from the daemon for {silent:.3g}s (idle_timeout)")
+                with contextlib.suppress(Exception):
+                    await self.stream.aclose()  # the reader wakes, and ends the link
+                return
+            if silent >= idle / 3 and not pinged:
+                pinged = True
+                with contextlib.suppress(ConnectionError):
+                    self.send(encode(Ping()))
 
     def end(self, kind: str, reason: str) -> None:
         """The connection is over: its calls fail, and the core hears it (once)."""

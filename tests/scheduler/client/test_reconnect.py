@@ -22,7 +22,7 @@ import scheduler
 from scheduler import si
 from scheduler.client import ConnectionClosed, Reconnect, RemoteCore, connect
 from scheduler.daemon._grpc import GrpcServer
-from scheduler.daemon._native import NativeServer
+from scheduler.daemon._native import Limits, NativeServer
 from scheduler.testing import ManualClock, RecordingCallback, Scenario
 
 from ..daemon.test_daemon import QUEUES
@@ -43,6 +43,7 @@ class Proxy:
         self.refusing = False  # new connections are closed at once
         self.connections = 0
         self._scopes: set[anyio.CancelScope] = set()
+        self._frozen: set[anyio.CancelScope] = set()  # connections that carry nothing more
 
     @property
     def target(self) -> str:
@@ -56,6 +57,11 @@ class Proxy:
     async def _serve(self, listener: Listener[SocketStream]) -> None:
         async with listener:
             await listener.serve(self._handle)
+
+    def freeze(self) -> None:
+        """Every connection through the proxy goes silent both ways, and stays open (a
+        host that vanished: no FIN ever comes). New connections go through."""
+        self._frozen |= self._scopes
 
     def cut(self) -> None:
         """Every connection through the proxy breaks, both ends at once."""
@@ -84,7 +90,7 @@ class Proxy:
     ) -> None:
         with contextlib.suppress(anyio.EndOfStream, anyio.BrokenResourceError, OSError):
             async for chunk in source:
-                if down and self.swallowing:
+                if (down and self.swallowing) or scope in self._frozen:
                     continue
                 await sink.send(chunk)
         scope.cancel()  # one side ended: so does the other
@@ -107,13 +113,13 @@ class Daemon:
 
 
 @contextlib.asynccontextmanager
-async def daemon(rm_timeout: float = 60.0) -> AsyncIterator[Daemon]:
-    """A daemon on a manual clock, both transports, each behind a proxy."""
+async def daemon(rm_timeout: float = 60.0, idle_timeout: float = 60.0) -> AsyncIterator[Daemon]:
+    """A daemon on a manual clock, both transports."""
     clock = ManualClock()
     timeouts = scheduler.Timeouts()
     timeouts.rm_paused = rm_timeout
     async with scheduler.start_scheduler(clock=clock, timeouts=timeouts) as core:
-        native = NativeServer(core)
+        native = NativeServer(core, limits=Limits(idle_timeout=idle_timeout))
         grpc_server = GrpcServer(native)
         listener = await anyio.create_tcp_listener(local_host="127.0.0.1")
         grpc_target = await grpc_server.start("127.0.0.1:0")
@@ -381,6 +387,44 @@ async def test_a_daemon_that_says_goodbye_is_a_goodbye(transport: str) -> None:
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_a_daemon_gone_silent_is_lost_and_the_session_resumes(transport: str) -> None:
+    """The daemon's host vanished, or the network between: the connection looks open and
+    nothing comes. The client pings, hears nothing, and counts it lost within its idle
+    timeout; it reconnects and resumes (the daemon, which has not yet seen the old one
+    go, hands the session over)."""
+    async with daemon(idle_timeout=30) as d, behind_proxies(d):
+        rm = Holding()
+        target = d.target(transport)
+        async with connect(target, reconnect=FAST, idle_timeout=0.6, timeout=10) as remote:
+            s = Scenario(remote, d.clock, rm=rm)
+            await s.register(QUEUES)
+            await s.add_nodes("n1")
+            await s.submit("app")
+            await s.ask("app")
+            d.proxies[transport].freeze()
+            await until(lambda: remote.reconnects == 1)
+            [lost] = rm.losses
+            assert lost.kind == "lost" and not lost.final
+            await s.ask("app")
+            assert len(rm.held) == 2
+            assert sorted(rm.held) == await held_by_core(d.core, "app")
+            assert await rm_state(d.core) == "Running"
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_an_idle_connection_to_a_live_daemon_stays_up(transport: str) -> None:
+    """Nothing to say for several idle timeouts: the pings keep it, on both sides."""
+    async with daemon(idle_timeout=0.6) as d, behind_proxies(d):
+        rm = Holding()
+        async with connect(d.target(transport), idle_timeout=0.6, timeout=10) as remote:
+            await Scenario(remote, d.clock, rm=rm).register(QUEUES)
+            await anyio.sleep(2.5)
+            assert remote.connected and remote.closed is None and rm.losses == []
+            assert await rm_state(d.core) == "Running"
+            assert await remote.get_partitions()
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
 async def test_calls_made_while_reconnecting_wait_and_go_on(transport: str) -> None:
     async with daemon() as d, behind_proxies(d):
         rm = Holding()
@@ -440,6 +484,10 @@ async def test_a_reconnect_policy_is_checked() -> None:
     ):
         with pytest.raises(scheduler.SchedulerError, match="Reconnect: "):
             Reconnect(**bad)
+    for idle in (0, -1, 10**6):
+        with pytest.raises(scheduler.SchedulerError, match="idle_timeout"):
+            async with connect("tcp://127.0.0.1:1", idle_timeout=idle):
+                pass
     waits = list(Reconnect(first=1, most=4, jitter=0, attempts=5).waits(random.Random(1)))
     assert waits == [1, 2, 4, 4, 4]
     jittered = list(Reconnect(first=1, most=1, jitter=0.5, attempts=50).waits(random.Random(1)))
