@@ -50,6 +50,7 @@ from scheduler.daemon._grpc_session import (
 from scheduler.daemon._tls import TLSArg, read_ca
 from scheduler.si import si_pb2 as pb
 from scheduler.si._callback import (
+    ClosedKind,
     ConnectionClosed,
     ResourceManagerCallback,
     check_callback,
@@ -596,7 +597,8 @@ class _GrpcLink:
                 self.end("lost", f"the connection broke: {exc.details() or exc.code().name}{hint}")
 
     async def _read_session(self) -> None:
-        kind, reason = "lost", "the daemon closed the connection"
+        kind: ClosedKind = "lost"
+        reason = "the daemon closed the connection"
         try:
             while True:  # read(), as for the welcome: the two styles do not mix
                 message = await self.session.read()
@@ -622,7 +624,7 @@ class _GrpcLink:
         finally:
             self.end(kind, reason)
 
-    def end(self, kind: str, reason: str) -> None:
+    def end(self, kind: ClosedKind, reason: str) -> None:
         """The connection is over: its calls fail, and the core hears it (once)."""
         if self.ended:
             return

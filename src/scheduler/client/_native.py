@@ -24,6 +24,7 @@ from scheduler.daemon._tls import TLSArg, client_context
 from scheduler.si._callback import (
     CALLBACK_METHODS,
     OPTIONAL_CALLBACK_METHODS,
+    ClosedKind,
     ConnectionClosed,
     ResourceManagerCallback,
     check_callback,
@@ -530,7 +531,8 @@ class _Link:
     async def _read(self) -> None:
         reader = FrameReader(self.core._max_frame)
         core = self.core
-        kind, reason = "lost", "the daemon closed the connection"
+        kind: ClosedKind = "lost"
+        reason = "the daemon closed the connection"
         try:
             while True:
                 data = await self.stream.receive(RECEIVE_BYTES)
@@ -602,7 +604,7 @@ class _Link:
                 with contextlib.suppress(ConnectionError):
                     self.send(encode(Ping()))
 
-    def end(self, kind: str, reason: str) -> None:
+    def end(self, kind: ClosedKind, reason: str) -> None:
         """The connection is over: its calls fail, and the core hears it (once)."""
         if self.ended:
             return

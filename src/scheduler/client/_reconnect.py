@@ -23,13 +23,13 @@ import contextlib
 import contextvars
 import random
 from collections.abc import Awaitable, Callable, Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import msgspec
 from loguru import logger
 
 from scheduler._errors import SchedulerError
-from scheduler.si._callback import ConnectionClosed
+from scheduler.si._callback import ClosedKind, ConnectionClosed
 
 if TYPE_CHECKING:
     from scheduler.client._native import RemoteCore
@@ -149,7 +149,7 @@ class Lifeline:
         raise NotImplementedError
 
     # ======================================================================= the loss
-    def _lost(self, kind: str, reason: str) -> None:
+    def _lost(self, kind: ClosedKind, reason: str) -> None:
         """The connection ended (``kind`` as ``ConnectionClosed.kind``): the end, or a
         reconnection."""
         if self._closing or self._closed is not None:
@@ -157,7 +157,7 @@ class Lifeline:
         was_ready = self._ready.is_set()
         self._ready.clear()
         final = self._reconnect is None or kind == "refused"
-        closed = ConnectionClosed(kind=kind, reason=reason, final=final)  # type: ignore[arg-type]
+        closed = ConnectionClosed(kind=kind, reason=reason, final=final)
         if final:
             self._finish(closed)
             return
@@ -222,7 +222,7 @@ class Lifeline:
                 )
                 return True
             try:
-                await self._recover(self)  # type: ignore[arg-type]
+                await self._recover(cast("RemoteCore", self))
             except ConnectionError:
                 raise
             except Exception as exc:

@@ -13,6 +13,7 @@ from scheduler._errors import SchedulerError
 __all__ = [
     "CALLBACK_METHODS",
     "OPTIONAL_CALLBACK_METHODS",
+    "ClosedKind",
     "ConnectionClosed",
     "ResourceManagerCallback",
     "accept_preemption",
@@ -20,6 +21,10 @@ __all__ = [
     "overrides",
     "refuse_preemption",
 ]
+
+
+#: How a connection to a daemon ended (``ConnectionClosed.kind``).
+ClosedKind = Literal["goodbye", "lost", "refused", "closed"]
 
 
 class ConnectionClosed(msgspec.Struct, frozen=True, kw_only=True):
@@ -37,7 +42,7 @@ class ConnectionClosed(msgspec.Struct, frozen=True, kw_only=True):
             the RM's own close, or reconnecting gave up).
     """
 
-    kind: Literal["goodbye", "lost", "refused", "closed"]
+    kind: ClosedKind
     reason: str
     final: bool = True
 
