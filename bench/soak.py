@@ -155,24 +155,33 @@ class Sampler:
     def __init__(self, daemon: DaemonProcess, rms: list[SoakRM], started: float) -> None:
         self.daemon, self.rms, self.started = daemon, rms, started
         self.samples: list[Sample] = []
+        self.errors: list[str] = []  # failed REST requests
 
     async def sample(self) -> Sample:
         pid = self.daemon.proc.pid
-        batch, metrics = await asyncio.gather(
-            asyncio.to_thread(http_get, f"{self.daemon.http}/ws/v1/events/batch?count=1"),
-            asyncio.to_thread(http_get, f"{self.daemon.http}/ws/v1/metrics"),
-        )
-        events = json.loads(batch)
-        low, high = int(events["LowestID"]), int(events["HighestID"])
+        before = self.samples[-1] if self.samples else None
+        try:
+            batch, metrics = await asyncio.gather(
+                asyncio.to_thread(http_get, f"{self.daemon.http}/ws/v1/events/batch?count=1"),
+                asyncio.to_thread(http_get, f"{self.daemon.http}/ws/v1/metrics"),
+            )
+            events = json.loads(batch)
+            low, high = int(events["LowestID"]), int(events["HighestID"])
+            actors = live_actors(metrics.decode())
+        except OSError as exc:  # HTTPError too: counted, and a check fails on it
+            self.errors.append(f"{time.monotonic() - self.started:.1f}s: {exc}")
+            print(f"sample failed: {exc}", file=sys.stderr, flush=True)
+            low = before.events_lowest if before else 0
+            high = before.events_highest if before else -1
+            actors = before.actors if before else 0
         t = time.monotonic() - self.started
         allocations = sum(rm.allocations for rm in self.rms)
-        before = self.samples[-1] if self.samples else None
         rate = (allocations - before.allocations) / max(t - before.t, 1e-9) if before else 0.0
         sample = Sample(
             t=round(t, 2),
             rss_mib=round(rss_mib(pid), 2),
             fds=open_fds(pid),
-            actors=live_actors(metrics.decode()),
+            actors=actors,
             events_lowest=low,
             events_highest=high,
             events_size=high - low + 1 if high >= 0 else 0,
@@ -218,7 +227,7 @@ async def run_rm(rm: SoakRM, stop_at: float) -> None:
 
 
 async def drive(
-    args: argparse.Namespace, daemon: DaemonProcess
+    args: argparse.Namespace, daemon: DaemonProcess, checks: list[Check]
 ) -> tuple[list[Sample], list[SoakRM]]:
     schedule = Schedule(
         cut_every=args.cut_every,
@@ -251,6 +260,16 @@ async def drive(
     finally:
         for rm in rms:
             await rm.proxy.close()
+    checks.append(
+        Check(
+            "rest",
+            not sampler.errors,
+            f"{len(sampler.errors)} samples' requests failed: {sampler.errors[:3]}"
+            if sampler.errors
+            else "every request answered",
+            len(sampler.errors),
+        )
+    )
     return sampler.samples, rms
 
 
@@ -322,8 +341,9 @@ def main(argv: list[str] | None = None) -> int:
         log=out / "daemon.log",
     )
     try:
-        samples, rms = asyncio.run(drive(args, daemon))
-        checks = judge(samples, args.warmup_seconds, thresholds)
+        checks: list[Check] = []
+        samples, rms = asyncio.run(drive(args, daemon, checks))
+        checks = judge(samples, args.warmup_seconds, thresholds) + checks
         checks += rm_checks(rms)
         checks.append(health(daemon))
     finally:
