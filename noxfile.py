@@ -1,5 +1,5 @@
-"""One session per concern: tests, contract, lint, types, docs, bench, demo, tests_compiled,
-proto."""
+"""One session per concern: tests, contract, lint, types, docs, bench, soak, demo,
+tests_compiled, proto."""
 
 from __future__ import annotations
 
@@ -119,6 +119,18 @@ def bench(session: nox.Session) -> None:
     args = [a for a in session.posargs if not a.endswith(".py")]
     for script in scripts or sorted(p.name for p in (ROOT / "bench").glob("bench_*.py")):
         session.run("python", str(ROOT / "bench" / script), *args)
+
+
+@nox.session
+def soak(session: nox.Session) -> None:
+    """Drive a daemon with churning, reconnecting RMs and check it stays bounded.
+
+    A minute by default; the arguments go to bench/soak.py: ``nox -s soak -- --duration
+    3600`` runs an hour. The report (samples.csv, summary.json, report.md, rss.png) goes to
+    bench/results/soak-<timestamp>/; a failed check fails the session.
+    """
+    session.install("-e", ".[soak]")
+    session.run("python", str(ROOT / "bench" / "soak.py"), *session.posargs)
 
 
 @nox.session

@@ -51,10 +51,16 @@ class TimerHandle:
         if self._cancelled or self._fired:
             return
         self._cancelled = True
+        if type(self) is TimerHandle:
+            # The entry waits in the heap until it is due or the heap is compacted (a
+            # three-day timer: three days); what it would have told, and its target, go now.
+            self.message = self.to = None
         self._timers._on_cancel()
 
     def __repr__(self) -> str:
-        state = "cancelled" if self._cancelled else "fired" if self._fired else "pending"
+        if self._cancelled:
+            return f"<TimerHandle due={self.due!r} cancelled>"
+        state = "fired" if self._fired else "pending"
         to = self.to.name if self.to is not None else "runtime"
         return f"<TimerHandle due={self.due!r} {type(self.message).__name__} to={to} {state}>"
 

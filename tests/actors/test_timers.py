@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import gc
+import weakref
 
 import anyio
 import pytest
@@ -88,6 +90,31 @@ async def test_many_cancelled_timers_are_compacted(system: ActorSystem, clock: M
     assert len(system.timers) == 100
     assert len(system.timers._heap) < 1000
     assert system.timers.next_due() == 1000
+
+
+class Payload:
+    """A message a test can watch being collected."""
+
+
+@pytest.mark.asyncio
+async def test_a_cancelled_timer_lets_go_of_its_message_and_target_at_once(
+    system: ActorSystem, clock: ManualClock
+) -> None:
+    # The soak found three-day timers of expired applications, cancelled but waiting in the
+    # heap (fewer than half the entries: not compacted), keeping each actor and its state.
+    ref = system.spawn(Stamper(), name="stamper")
+    message = Payload()
+    watch = weakref.ref(message)
+    handle = system.timers.after(3 * 24 * 3600, message, to=ref)
+    keep = [system.timers.after(10, i, to=ref) for i in range(10)]
+    del message
+    handle.cancel()
+    gc.collect()
+    assert watch() is None  # the heap still holds the entry, not the message
+    assert handle.to is None and len(system.timers._heap) == 11
+    assert "cancelled" in repr(handle)
+    await clock.advance(3 * 24 * 3600)
+    assert all(k.fired for k in keep) and not handle.fired
 
 
 @pytest.mark.asyncio

@@ -288,6 +288,16 @@ def serve(
             "it registers again.",
         ),
     ] = 60.0,
+    keep_terminated: Annotated[
+        int,
+        typer.Option(
+            "--keep-terminated",
+            min=0,
+            metavar="N",
+            help="How many Completed, Failed or Rejected applications each partition keeps "
+            "(for the REST API) before the oldest expires early.",
+        ),
+    ] = scheduler.Timeouts.terminated_kept,
     log_json: Annotated[
         bool, typer.Option("--log-json", help="Log one JSON object a line.")
     ] = False,
@@ -311,6 +321,7 @@ def serve(
         tls_client_ca=tls_client_ca,
         grace=grace,
         rm_timeout=rm_timeout,
+        keep_terminated=keep_terminated,
         limits=Limits(
             max_frame=max_frame,
             max_asks=max_asks,

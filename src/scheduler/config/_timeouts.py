@@ -14,6 +14,11 @@ class Timeouts:
     """Completing -> Completed."""
     terminated = 3 * 24 * 3600.0
     """Completed / Failed / Rejected -> Expired."""
+    terminated_kept = 10_000
+    """At most this many Completed / Failed / Rejected applications are kept per partition
+    (``scheduler serve --keep-terminated``); the oldest expires early to make room. Each
+    costs its actor and its application (some kilobytes), so without a bound a churning
+    RM (thousands of applications a minute) grows the heap for ``terminated``."""
     dynamic_queue = 10.0
     """An empty dynamic queue is removed after this."""
     reservation_delay = 2.0

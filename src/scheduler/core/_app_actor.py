@@ -405,7 +405,9 @@ class ApplicationActor(GangFlows, PreemptionFlows, Actor):
         if self.placeholder_timer is not None:
             self.placeholder_timer.cancel()
             self.placeholder_timer = None
-        self.handshake_timer = None
+        if self.handshake_timer is not None:  # it would keep this actor for its bound
+            self.handshake_timer.cancel()
+            self.handshake_timer = None
         p.application_left(app)
 
     def _expired(self) -> None:

@@ -582,7 +582,10 @@ class Core:
         # Copies: an RM may register (or stop) while the partitions answer.
         for reg in list(self._registrations.values()):
             for ref in list(reg.record.partitions.values()):
-                partitions.append(await self._ask(ref, Query(kind=kind)))
+                try:
+                    partitions.append(await ref.ask(Query(kind=kind)))
+                except ActorDeadError:  # its RM stopped, or registered again, meanwhile
+                    continue
         return {
             "timestamp": wall_ns(self.clock, self.clock.now()),
             "resourceManagers": sorted(self._registrations),

@@ -12,8 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from scheduler.core._events import QueueEmptied
+from scheduler.core._events import AppTimer, QueueEmptied
 from scheduler.gangs._permit import PermitGangs
+from scheduler.objects._application import AppEvent
 from scheduler.objects._partition import PartitionState
 
 if TYPE_CHECKING:
@@ -56,6 +57,20 @@ class Partition(PartitionState):
             self.queue_emptied(queue)
         if app.permit_gangs:
             self.permits.app_left(app)
+        self.keep_terminated()
+
+    def keep_terminated(self) -> None:
+        """At most ``timeouts.terminated_kept`` terminated applications stay: the oldest
+        leave the terminated set now, and their actors expire them as their timer would."""
+        while len(self.terminated) > self.timeouts.terminated_kept:
+            app_id = next(iter(self.terminated))  # the oldest: a dict keeps insertion order
+            app = self.terminated.pop(app_id)
+            ref = self.app_refs.get(app_id)
+            if ref is not None and ref.alive:
+                expire = AppTimer(
+                    application_id=app_id, event=str(AppEvent.EXPIRE), state=str(app.state)
+                )
+                ref.tell(expire)
 
     def forget_actor(self, app_id: str, ref: ActorRef) -> None:
         """``ref`` (an application's actor) stops: nothing is routed to it any more."""

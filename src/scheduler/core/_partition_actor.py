@@ -315,6 +315,7 @@ class PartitionActor(Actor):
                 "app_rejected", si.RejectedApplication(application_id=app_id, reason=reason)
             )
             actor.reject(reason)
+            p.keep_terminated()
             return
         queue.add_application(app)
         p.applications[app_id] = app

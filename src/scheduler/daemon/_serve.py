@@ -63,6 +63,7 @@ class DaemonOptions:
     watch_interval: float = 1.0  # seconds between looks at the configuration file
     grace: float = 10.0  # seconds a shutdown waits for RMs to be answered
     rm_timeout: float = 60.0  # seconds an RM that lost its connection stays Paused
+    keep_terminated: int = Timeouts.terminated_kept  # terminated applications per partition
     limits: Limits = field(default_factory=Limits)
 
 
@@ -84,6 +85,7 @@ async def run_daemon(
     tls = load_server_tls(options.tls_cert, options.tls_key, options.tls_client_ca)
     timeouts = Timeouts()
     timeouts.rm_paused = options.rm_timeout  # Paused -> Stopped (Core.rm_disconnected)
+    timeouts.terminated_kept = options.keep_terminated
     async with start_scheduler(timeouts=timeouts) as core:
         server = NativeServer(core, token=options.token, limits=options.limits)
         server.config = config_text

@@ -264,6 +264,7 @@ class PermitGangs:
         if gang.satisfied:
             if not any(app_id in live for app_id in gang.apps) and id(gang) not in self._idle:
                 self._idle[id(gang)] = (gang, self.partition.clock())
+                self._prune_timed_out()
             return
         self._drop_gang(gang)
 
@@ -528,6 +529,7 @@ class PermitGangs:
         )
         group.timed_out = True
         group.timed_out_at = p.clock()
+        self._prune_timed_out()  # the older ones, before this one is kept
         self._timed_out[id(group)] = group
         self._event(
             group,
@@ -556,12 +558,17 @@ class PermitGangs:
         return self._timeout_reason(group)
 
     def _prune_timed_out(self) -> None:
-        """Forget timed-out groups once ``Timeouts.terminated`` (3 days) has passed."""
+        """Forget timed-out groups and idle satisfied gangs once ``Timeouts.terminated`` (3
+        days) has passed, or sooner beyond ``Timeouts.terminated_kept`` of each (as
+        terminated applications): the oldest go first. Run as one is kept: with gang ids
+        never used again, nothing else would (the soak, bench/soak.py, found them piling
+        up)."""
         p = self.partition
         horizon = p.clock() - p.timeouts.terminated
+        kept = p.timeouts.terminated_kept
         while self._timed_out:
             key, group = next(iter(self._timed_out.items()))
-            if group.timed_out_at >= horizon:
+            if group.timed_out_at >= horizon and len(self._timed_out) <= kept:
                 break
             del self._timed_out[key]
             group.timed_out = False  # let _drop_group run
@@ -569,7 +576,7 @@ class PermitGangs:
         live = p.applications
         while self._idle:
             gang, since = next(iter(self._idle.values()))
-            if since >= horizon:
+            if since >= horizon and len(self._idle) <= kept:
                 break
             if gang.asks or gang.tentative or any(a in live for a in gang.apps):
                 self._idle.pop(id(gang))  # in use again
