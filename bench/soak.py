@@ -78,7 +78,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--duration", type=float, default=60.0, help="seconds of churn (60)")
-    parser.add_argument("--rms", type=int, default=4, help="RMs, tcp:// and grpc:// alternately")
+    parser.add_argument("--rms", type=int, default=4, help="RMs, over --transports in turn")
+    parser.add_argument(
+        "--transports",
+        default="tcp,grpc",
+        help="the RMs' transports, taken in turn: tcp, grpc, or both (default)",
+    )
     parser.add_argument("--sample", type=float, default=2.0, help="seconds between samples (2)")
     parser.add_argument(
         "--warmup", default="0.33", help="seconds (20, 20s) or a fraction of --duration (0.33)"
@@ -104,8 +109,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--max-fds-growth", type=float, default=t.fds_growth)
     parser.add_argument("--max-actors-growth", type=float, default=t.actors_growth)
     args = parser.parse_args(argv)
-    if args.rms < 2:
-        parser.error("--rms must be at least 2 (one over tcp://, one over grpc://)")
+    args.transports = [t.strip() for t in args.transports.split(",") if t.strip()]
+    if not args.transports or set(args.transports) - {"tcp", "grpc"}:
+        parser.error("--transports: say tcp, grpc, or tcp,grpc")
+    if args.rms < len(args.transports):
+        parser.error(f"--rms must be at least {len(args.transports)} (one per transport)")
     if args.duration <= 0 or args.sample <= 0:
         parser.error("--duration and --sample must be above 0")
     try:
@@ -239,7 +247,8 @@ async def drive(
     grpc = daemon.grpc.removeprefix("grpc://").rsplit(":", 1)
     rms: list[SoakRM] = []
     for i in range(args.rms):
-        transport, (host, port) = ("tcp", native) if i % 2 == 0 else ("grpc", grpc)
+        transport = args.transports[i % len(args.transports)]
+        host, port = native if transport == "tcp" else grpc
         proxy = Proxy((host, int(port)))
         await proxy.start()
         rng = random.Random(args.seed * 1000 + i)

@@ -241,6 +241,15 @@ class Cell:
         self.fast = not self.is_async and self.batch_fn is None
         self.driven = self.is_async and cls.reentrant
 
+    def release(self) -> None:
+        """The actor stopped for good: its cell lets go of the instance (and of what it
+        would restart from). A ref to it held anywhere (a stale entry, a message in
+        flight) then keeps this small cell, not the actor and all its state."""
+        self.actor = _STOPPED
+        self.receive = _STOPPED.receive
+        self.batch_fn = None
+        self.factory = None
+
     def tell_slow(self, message: object) -> None:
         if self.closed:
             raise ActorDeadError(f"actor {self.name!r} is stopped")
@@ -283,6 +292,16 @@ class Cell:
             suspended=len(self.frames) - len(self.resumes),
             resumed=self.resumed,
         )
+
+
+class _Stopped(Actor):
+    """What a stopped actor's cell holds in place of its instance (``Cell.release``)."""
+
+    def receive(self, message: object) -> object:
+        raise ActorDeadError("the actor has stopped")
+
+
+_STOPPED = _Stopped()
 
 
 class ActorRef:

@@ -416,8 +416,10 @@ class Dispatcher(Continuations):
         dropped = cell.dropped
         cell.dead = True
         cell.scheduled = False
+        self._system.timers.forget(cell.ref)  # its timers would only be dropped when due
         self._remove(cell)
         self._system._forget(cell)
+        cell.release()  # a ref held anywhere keeps the cell, not the actor's state
         if dropped:
             cell.log.debug("actor {!r} stopped; {} tells dropped", cell.name, dropped)
         else:

@@ -54,6 +54,7 @@ class TimerHandle:
         if type(self) is TimerHandle:
             # The entry waits in the heap until it is due or the heap is compacted (a
             # three-day timer: three days); what it would have told, and its target, go now.
+            self._timers._untrack(self)
             self.message = self.to = None
         self._timers._on_cancel()
 
@@ -86,11 +87,14 @@ class Timers:
     clock moving.
     """
 
-    __slots__ = ("_cancelled", "_clock", "_heap", "_seq", "_sleep_until", "_wake")
+    __slots__ = ("_cancelled", "_clock", "_heap", "_seq", "_sleep_until", "_targets", "_wake")
 
     def __init__(self, clock: Clock) -> None:
         self._clock = clock
         self._heap: list[tuple[float, int, TimerHandle]] = []
+        # The pending timers of each target, so that an actor that stops takes its timers
+        # with it (``forget``): a timer is not what keeps a stopped actor in memory.
+        self._targets: dict[ActorRef, dict[TimerHandle, None]] = {}
         self._seq = itertools.count()
         self._cancelled = 0
         self._wake: asyncio.Future[None] | None = None
@@ -120,7 +124,31 @@ class Timers:
         Returns:
             A handle to cancel the timer.
         """
-        return self._push(TimerHandle(self, float(when), message, to))
+        handle = TimerHandle(self, float(when), message, to)
+        of = self._targets.get(to)
+        if of is None:
+            of = self._targets[to] = {}
+        of[handle] = None
+        return self._push(handle)
+
+    def _untrack(self, handle: TimerHandle) -> None:
+        to = handle.to
+        if to is not None:
+            of = self._targets.get(to)
+            if of is not None:
+                of.pop(handle, None)
+                if not of:
+                    del self._targets[to]
+
+    def forget(self, to: ActorRef) -> int:
+        """Cancel every pending timer of ``to`` (an actor that stopped: they would be
+        dropped when due, and would keep it in memory until then). Returns how many."""
+        of = self._targets.pop(to, None)
+        if not of:
+            return 0
+        for handle in of:
+            handle.cancel()
+        return len(of)
 
     def arm(self, handle: RuntimeTimer, delay: float) -> None:
         """Arm a timer of the runtime's own (a handler's `sleep` or `within`) to fall due
@@ -168,6 +196,7 @@ class Timers:
             if to is None:
                 cast(RuntimeTimer, handle).fire()
                 continue
+            self._untrack(handle)
             try:
                 to.tell(handle.message)
             except ActorDeadError:
@@ -187,6 +216,7 @@ class Timers:
             if not handle._fired:
                 handle._cancelled = True
         self._heap.clear()
+        self._targets.clear()
         self._cancelled = 0
 
     def _wake_task(self) -> None:

@@ -157,6 +157,29 @@ async def test_timer_to_a_stopped_actor_is_dropped(
 
 
 @pytest.mark.asyncio
+async def test_an_actor_that_stops_takes_its_timers_with_it(
+    system: ActorSystem, clock: ManualClock
+) -> None:
+    # The soak found stopped application actors kept, each with all its state, for as long
+    # as their timers had to run (a placeholder timeout: fifteen minutes).
+    stamper = Stamper()
+    watch = weakref.ref(stamper)
+    ref = system.spawn(stamper, name="stamper")
+    other = system.spawn(Stamper(), name="other")
+    handles = [system.timers.after(900, i, to=ref) for i in range(3)]
+    kept = system.timers.after(900, "kept", to=other)
+    del stamper
+    ref.stop()
+    await system.settle()
+    assert all(h.cancelled and h.to is None for h in handles)
+    assert not kept.cancelled and len(system.timers) == 1
+    gc.collect()
+    assert watch() is None
+    await clock.advance(900)
+    assert kept.fired
+
+
+@pytest.mark.asyncio
 async def test_shutdown_cancels_pending_timers(clock: ManualClock) -> None:
     async with ActorSystem(clock) as system:
         handle = system.timers.after(5, "never", to=system.spawn(Stamper(), name="s"))
