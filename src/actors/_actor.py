@@ -8,7 +8,7 @@ import inspect
 from asyncio import Future
 from collections import deque
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, cast
 
 import msgspec
 from loguru import logger
@@ -249,6 +249,11 @@ class Cell:
         self.receive = _STOPPED.receive
         self.batch_fn = None
         self.factory = None
+        # The ref and the cell refer to each other: a cycle only a full collection of the
+        # cyclic collector would free (rare in a tuned daemon, and every stopped actor
+        # would wait for it). The ref points at a tombstone from now on.
+        self.ref._cell = cast("Cell", _Tombstone(self))
+        self.ref._mailbox = _NO_MAILBOX
 
     def tell_slow(self, message: object) -> None:
         if self.closed:
@@ -302,6 +307,31 @@ class _Stopped(Actor):
 
 
 _STOPPED = _Stopped()
+_NO_MAILBOX: deque[object] = deque(maxlen=0)
+
+
+class _Tombstone:
+    """What the refs of a stopped actor point at once its cell is released: stopped, with
+    its last counters (``ActorRef`` reads only these of a closed cell)."""
+
+    __slots__ = ("_stats", "name", "peak")
+    closed = True
+    dead = True
+    mailbox = _NO_MAILBOX
+
+    def __init__(self, cell: Cell) -> None:
+        self.name = cell.name
+        self.peak = cell.peak
+        self._stats = cell.stats()
+
+    def tell_slow(self, message: object) -> None:
+        raise ActorDeadError(f"actor {self.name!r} is stopped")
+
+    def request(self, flag: int) -> None:
+        """Nothing to stop any more."""
+
+    def stats(self) -> MailboxStats:
+        return self._stats
 
 
 class ActorRef:

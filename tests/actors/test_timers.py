@@ -9,7 +9,7 @@ import weakref
 import anyio
 import pytest
 
-from actors import Actor, ActorSystem, ManualClock, SystemClock, TimerHandle
+from actors import Actor, ActorDeadError, ActorSystem, ManualClock, SystemClock, TimerHandle
 
 from .conftest import Logs
 
@@ -169,12 +169,22 @@ async def test_an_actor_that_stops_takes_its_timers_with_it(
     handles = [system.timers.after(900, i, to=ref) for i in range(3)]
     kept = system.timers.after(900, "kept", to=other)
     del stamper
-    ref.stop()
-    await system.settle()
-    assert all(h.cancelled and h.to is None for h in handles)
-    assert not kept.cancelled and len(system.timers) == 1
-    gc.collect()
-    assert watch() is None
+    gc.disable()  # freed by reference counting: no cycle waits for the cyclic collector
+    try:
+        ref.stop()
+        await system.settle()
+        assert all(h.cancelled and h.to is None for h in handles)
+        assert not kept.cancelled and len(system.timers) == 1
+        assert watch() is None  # the ref we hold keeps neither the actor nor its cell
+        assert not [
+            o for o in gc.get_objects() if type(o).__name__ == "Cell" and o.name == "stamper"
+        ]
+    finally:
+        gc.enable()
+    assert not ref.alive and "stopped" in repr(ref) and ref.stats().processed == 0
+    with pytest.raises(ActorDeadError):
+        ref.tell("late")
+    ref.stop()  # a no-op
     await clock.advance(900)
     assert kept.fired
 
