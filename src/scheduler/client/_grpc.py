@@ -46,6 +46,7 @@ from scheduler.daemon._grpc_session import (
     RESUME_KEY,
     SESSION_KEY,
     TOKEN_KEY,
+    received_message,
 )
 from scheduler.daemon._tls import TLSArg, read_ca
 from scheduler.si import si_pb2 as pb
@@ -131,14 +132,7 @@ async def connect_grpc(
         await remote.aclose()
 
 
-# The fields of a Received (and a Resume's) for each stream; the session stream is 0.
-_SESSION_STREAM = 0
-_FIELD = {
-    pb.Ack.ALLOCATION: "allocation",
-    pb.Ack.APPLICATION: "application",
-    pb.Ack.NODE: "node",
-    _SESSION_STREAM: "session",
-}
+_SESSION_STREAM = 0  # what the session stream counts for in a Received (KINDS)
 _EOF: Any = vars(grpc.aio)["EOF"]  # the end of a stream's read() (not in grpc-stubs)
 _Kind = Any  # pb.Ack.Stream, an int
 
@@ -388,7 +382,7 @@ class GrpcRemoteCore(RemoteCore):
                 pb.Resume(
                     rm_id=self._rm_id,
                     registration=self._registration,
-                    received=pb.Received(**{_FIELD[k]: n for k, n in counts.items()}),
+                    received=received_message(counts),
                 )
             )
         return hello
@@ -416,7 +410,7 @@ class GrpcRemoteCore(RemoteCore):
         self._acking = False
         if self._registration and link is self._glink and not link.ended:
             counts = self._counts()
-            link.write(pb.FromRM(received=pb.Received(**{_FIELD[k]: n for k, n in counts.items()})))
+            link.write(pb.FromRM(received=received_message(counts)))
 
     def _link_up(self) -> bool:
         return self._glink is not None and not self._glink.ended

@@ -45,6 +45,8 @@ __all__ = [
     "SESSION_KEY",
     "TOKEN_KEY",
     "GrpcSession",
+    "received_counts",
+    "received_message",
 ]
 
 _log = logger.bind(transport="grpc")
@@ -67,6 +69,20 @@ _ALLOCATION, _APPLICATION, _NODE = pb.Ack.ALLOCATION, pb.Ack.APPLICATION, pb.Ack
 _SESSION = 0  # the index of the session stream's queue
 # The streams, in the order of x-scheduler-base and of a Received's fields.
 KINDS = (_ALLOCATION, _APPLICATION, _NODE, _SESSION)
+_RECEIVED_FIELDS = ("allocation", "application", "node", "session")
+
+
+def received_counts(received: pb.Received) -> dict[int, int]:
+    """A ``Received`` as counts by stream (``KINDS``)."""
+    return {kind: getattr(received, f) for kind, f in zip(KINDS, _RECEIVED_FIELDS, strict=True)}
+
+
+def received_message(counts: dict[int, int]) -> pb.Received:
+    """Counts by stream as a ``Received`` (what the client sends, and resumes with)."""
+    fields = {f: counts.get(kind, 0) for kind, f in zip(KINDS, _RECEIVED_FIELDS, strict=True)}
+    return pb.Received(**fields)
+
+
 _GONE = "its streams ended: it closed them, or its connection died (the daemon's --idle-timeout)"
 
 _from_register = from_proto_of(si.RegisterResourceManagerRequest)
@@ -371,14 +387,7 @@ class GrpcSession:
     def resume(self, resume: pb.Resume) -> str:
         """The Hello's ``Resume``: the RM's session is this one now, and what it did not
         receive is queued on each stream. Returns why not, or "" when it resumed."""
-        received = resume.received
-        counts = dict(
-            zip(
-                KINDS,
-                (received.allocation, received.application, received.node, received.session),
-                strict=True,
-            )
-        )
+        counts = received_counts(resume.received)
         core = self.server.core
         try:
             outbox = self.server.outboxes.resume(
@@ -408,8 +417,7 @@ class GrpcSession:
     def received(self, received: pb.Received) -> None:
         """The RM's count of what it received on each stream: need not be kept."""
         if self.outbox is not None:
-            counts = (received.allocation, received.application, received.node, received.session)
-            for kind, count in zip(KINDS, counts, strict=True):
+            for kind, count in received_counts(received).items():
                 self.outbox.ack(kind, count)
 
     # ==================================================================== predicates
