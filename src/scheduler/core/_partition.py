@@ -48,6 +48,14 @@ class Partition(PartitionState):
         self.directory: dict[str, ActorRef] = directory if directory is not None else {}
         self.permits = PermitGangs(self)
 
+    def dismantle(self) -> None:
+        """The partition is gone: its state, actor references and permit gangs too (see
+        ``PartitionState.dismantle``)."""
+        super().dismantle()
+        self.queue_refs.clear()
+        self.app_refs.clear()
+        self.permits.clear()
+
     def application_left(self, app: Application) -> None:
         """``app`` finished: out of its queue (whose actor hears it, a dynamic queue may go)
         and the live set, kept as terminated; a satisfied gang kept for it may go."""

@@ -152,6 +152,7 @@ class PartitionActor(Actor):
             self._reservation_timer.cancel()
         if self.outstanding is not None:
             self.outstanding.stop()
+        p.dismantle()  # freed now, not at the cyclic collector's next full collection
 
     # ========================================================================= messages
     async def receive(self, message: object) -> object:

@@ -273,6 +273,8 @@ class PermitGangs:
         self._idle.pop(id(gang), None)
         del self.gangs[gang.gang_id]
         del group.gangs[gang.gang_id]
+        if group.wait_gang is gang:
+            group.wait_gang = None
         if group.gangs:
             group.created = min(g.created for g in group.gangs.values())
         else:
@@ -289,6 +291,26 @@ class PermitGangs:
         if group.wait is not None:
             group.wait.resolve(False)
             group.wait = None
+        # Gangs and group point at each other: unlinked, they go by reference counting now,
+        # not at the cyclic collector's next full collection (minutes away under tune_gc;
+        # the soak, bench/soak.py, saw thousands waiting).
+        group.gangs = {}
+        group.wait_gang = None
+
+    def clear(self) -> None:
+        """The partition is gone: forget every gang and group (each unlinked, see
+        ``_drop_group``), and whatever the pass and the deadlock resolver noted."""
+        for group in {id(g): g for g in self.groups.values()}.values():
+            self._drop_group(group)
+        for gang in self.gangs.values():  # none should be left; unlinked all the same
+            gang.group.gangs = {}
+            gang.group.wait_gang = None
+        self.gangs.clear()
+        self._idle.clear()
+        self._timed_out.clear()
+        self._failed = []
+        self._blocked = []
+        self._deadlocks.gave_way = {}
 
     def app_left(self, app: Application) -> None:
         """``app`` left the partition: a satisfied gang kept for it may go now."""
@@ -464,6 +486,7 @@ class PermitGangs:
         if group.wait is not None:
             group.wait.resolve(True)
             group.wait = None
+        group.wait_gang = None
         self._event(
             group,
             "GangSatisfied",

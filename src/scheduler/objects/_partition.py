@@ -223,6 +223,33 @@ class PartitionState:
             add_into(used, node.allocated)
         return dict(self.root.max_resources), used
 
+    def dismantle(self) -> None:
+        """The partition is gone (its RM was removed): let go of its applications, asks,
+        allocations and nodes. Its skeleton refers to itself (queues to their chain, helpers
+        to the partition), so without this all it held would wait for a full collection of
+        the cyclic collector, which ``tune_gc`` makes minutes apart: the soak
+        (bench/soak.py) saw every Stopped RM's state piling up. Now reference counting
+        frees them at once; only the empty skeleton waits. Nothing may use the state after.
+        """
+        for queue in self.queues.values():
+            queue.applications.clear()
+            queue.pending_apps.clear()
+            queue.pending_list.clear()
+            queue.apps_by_priority = None
+        self.applications.clear()
+        self.owners.clear()
+        self.terminated.clear()
+        self.nodes.clear()
+        self.index = NodeIndex(
+            self.config.node_sort_policy.type or "fair",
+            self.config.node_sort_policy.resource_weights,
+        )
+        self.reservations = Reservations(self)
+        self.preemptions = Preemptions()
+        self.required_waiting.clear()
+        self.refused.clear()
+        self.held_back.clear()
+
     def __repr__(self) -> str:
         return (
             f"<{type(self).__name__} {self.name} apps={len(self.applications)} "

@@ -7,6 +7,8 @@ application keeps its actor waiting."""
 
 from __future__ import annotations
 
+import gc
+
 import pytest
 
 import scheduler
@@ -95,3 +97,46 @@ async def test_satisfied_permit_gangs_of_ended_applications_are_kept_up_to_the_l
         permits = core._registrations["rm-1"].actors["default"].partition.permits
         assert sorted(permits.gangs) == ["default/g3", "default/g4"]  # they stayed forever
         assert len(permits.groups) == 2
+
+
+async def test_a_stopped_rms_state_is_freed_at_once_not_by_the_cyclic_collector() -> None:
+    # The soak found each Stopped RM's applications, asks, allocations, nodes and gangs
+    # alive until the collector's next full collection (minutes apart under tune_gc): the
+    # partition's state refers to itself, and its helpers to it. Only its empty skeleton
+    # (the partition and its queues) may wait for the collector.
+    def alive() -> dict[str, int]:
+        names = ("Application", "ApplicationActor", "PendingAsks", "Node", "Gang", "GangGroup")
+        found = [type(o).__name__ for o in gc.get_objects() if type(o).__name__ in names]
+        return {name: found.count(name) for name in names if found.count(name)}
+
+    gc.collect()
+    baseline = alive()  # what earlier tests left behind
+    clock = ManualClock()
+    async with scheduler.start_scheduler(clock=clock) as core:
+        s = Scenario(core, clock)
+        await s.register(QUEUES)
+        await s.add_nodes("n1", "n2")
+        await s.submit("plain", queue="root.a")
+        await s.ask("plain", count=3)
+        await s.submit("permit", queue="root.a")
+        await s.ask("permit", count=2, tags=gang_tags("g", 2))
+        await s.submit("ended", queue="root.a")
+        await s.ask("ended")
+        await s.release(*s.allocations("ended"))
+        await s.remove("ended")
+        await s.submit_gang("gang", {"w": 2}, queue="root.a")
+        await s.ask("gang", count=1, task_group="w")
+        await s.submit("waiting", queue="root.a")
+        await s.ask("waiting", "late", tags=gang_tags("g-late", 2, waiting_time="1m"))
+        await core.settle()
+        gc.collect()
+        gc.disable()
+        try:
+            held = {k: n - baseline.get(k, 0) for k, n in alive().items()}
+            assert held["Application"] == 5 and held["Node"] == 2, held
+            assert held["Gang"] == 2 and held["GangGroup"] == 2, held
+            await core.stop_resource_manager("rm-1")
+            await core.settle()
+            assert alive() == baseline
+        finally:
+            gc.enable()

@@ -5,6 +5,7 @@ Strict rollback, NonStrict accumulation, waiting time, order, and no deadlock.""
 from __future__ import annotations
 
 import asyncio
+import gc
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -622,3 +623,37 @@ async def test_a_satisfied_gang_stays_satisfied_after_its_application_completed(
     assert [a.allocation_key for a in new_allocations(s)[-1]] == ["b"]
     view = await gang_view(s, "second", "default/g")
     assert view["satisfied"] and view["bound"] == 3
+
+
+async def test_forgotten_gangs_are_freed_at_once_not_by_the_cyclic_collector(
+    s: Scenario,
+) -> None:
+    # The soak found thousands of forgotten gangs and groups alive, each pointing at the
+    # other, until the collector's next full collection (minutes away under tune_gc).
+    def alive(gang_id: str) -> list[object]:
+        return [
+            o
+            for o in gc.get_objects()
+            if type(o).__name__ in ("Gang", "GangGroup") and gang_id in repr(o)
+        ]
+
+    await s.add_nodes("n1")
+    gc.collect()
+    gc.disable()
+    try:
+        await s.submit("done")
+        await s.ask("done", "a", count=2, tags=gang_tags("g-done", 2))  # satisfied
+        await s.submit("late")
+        await s.ask("late", "b", tags=gang_tags("g-late", 2, waiting_time="1m"))
+        await s.advance(60)  # g-late times out
+        await s.release(*s.allocations("done"))
+        await s.remove("done")  # g-done is kept idle, for a late member
+        assert alive("g-done") and alive("g-late")
+        await s.advance(3 * 24 * 3600 + 1)
+        await s.submit("next")
+        await s.ask("next", "c", count=2, tags=gang_tags("g-next", 2))
+        await s.release(*s.allocations("next"))
+        await s.remove("next")  # another idle gang: the three-day-old ones are forgotten
+        assert not alive("g-done") and not alive("g-late")
+    finally:
+        gc.enable()
