@@ -25,7 +25,7 @@ from loguru import logger as _logger
 
 from scheduler._errors import ConfigError, NotFoundError, SchedulerError
 from scheduler.config._timeouts import Timeouts
-from scheduler.core import Core, gang_tags, start_scheduler, tune_gc
+from scheduler.core import Core, gang_tags, start_scheduler, tune_gc, tune_malloc
 from scheduler.si._callback import ResourceManagerCallback
 
 _logger.disable("scheduler")  # a library adds no sinks and stays quiet unless enabled
@@ -45,4 +45,5 @@ __all__ = [
     "gang_tags",
     "start_scheduler",
     "tune_gc",
+    "tune_malloc",
 ]

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from scheduler import tune_gc
+from scheduler import tune_gc, tune_malloc
 from scheduler.cli._app import main as run_cli
 
 
 def main() -> int:
     """The console script: this process is the command line's own, so once the imports
-    are done the garbage collector is tuned for the core (``scheduler.tune_gc``)."""
+    are done the garbage collector and malloc are tuned for the core (``scheduler.tune_gc``,
+    ``scheduler.tune_malloc``)."""
     tune_gc()
+    tune_malloc()
     return run_cli()
 
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 from scheduler.core._core import Core, start_scheduler
 from scheduler.core._counters import ATTEMPTS, LATENCY_BUCKETS, SUBMISSIONS, SchedulingCounters
 from scheduler.core._event_log import DEFAULT_SUBSCRIBER_LIMIT, Subscription, event_record
-from scheduler.core._gc import tune_gc
+from scheduler.core._gc import tune_gc, tune_malloc
 from scheduler.objects._application import TERMINAL_STATES, AppState
 from scheduler.objects._gang_tags import gang_tags
 
@@ -46,4 +46,5 @@ __all__ = [
     "gang_tags",
     "start_scheduler",
     "tune_gc",
+    "tune_malloc",
 ]
