@@ -154,7 +154,18 @@ def _partition_schema() -> dict[str, Any]:
                 "description": "Applications by state, and their total under 'total'.",
             },
             "totalContainers": _INT,
-        }
+            "rmState": {
+                **_STR,
+                "enum": ["Running", "Paused", "Stopped"],
+                "description": "The state of the partition's RM (not YuniKorn's): a Paused "
+                "RM's partition keeps its state but allocates nothing.",
+            },
+            "rmStopsAt": {
+                **_INT,
+                "description": "While the RM is Paused: when it will be Stopped, in ns.",
+            },
+        },
+        optional=("rmStopsAt",),
     )
 
 

@@ -3,7 +3,8 @@
 ``make_app(core)`` serves the paths and JSON field names of YuniKorn's web service
 (``pkg/webservice``): partitions, queues, applications, nodes, user and group usage, the
 full state dump, the configuration in force, the health check and Prometheus metrics, the
-preemptions in flight (``/ws/v1/partition/{p}/preemptions``, not YuniKorn's), plus
+preemptions in flight (``/ws/v1/partition/{p}/preemptions``, not YuniKorn's), each
+partition's RM state (``rmState``, ``rmStopsAt``: not YuniKorn's either), plus
 an OpenAPI document of all of it at ``/ws/v1/openapi.json``. Every answer is built from the
 core's own queries (``Core.get_*``, ``Core.state_dump``), read when the request comes; this
 module reshapes and checks them and keeps no state of its own. ``/`` is a status page, a
@@ -132,7 +133,9 @@ class _Api:
         return await core.query(name, kind)
 
     async def partitions(self, request: Request) -> Response:
-        return JSONResponse(await self.core.get_partitions())
+        parts = await self.core.get_partitions()
+        # read after the partitions: the RM of each is registered, or among the Stopped kept
+        return JSONResponse(with_rm_states(parts, await self.core.get_resource_managers()))
 
     async def queues(self, request: Request) -> Response:
         return JSONResponse(await self.core.get_queue(request.path_params["partition"], "root"))
@@ -395,7 +398,9 @@ def aggregated_state(dump: Dump) -> dict[str, Any]:
     parts = dump["partitions"]
     return {
         "Timestamp": dump["timestamp"],
-        "Partitions": [p["partition"] for p in parts],
+        "Partitions": with_rm_states(
+            [p["partition"] for p in parts], dump["resourceManagerStates"]
+        ),
         "Applications": [
             a for p in parts for a in (*p["applications"], *p["terminatedApplications"])
         ],
@@ -404,6 +409,22 @@ def aggregated_state(dump: Dump) -> dict[str, Any]:
         "Actors": dump["actors"],
         "Preemptions": [{"partitionName": partition_name(p), **p["preemptions"]} for p in parts],
     }
+
+
+def with_rm_states(
+    partitions: list[dict[str, Any]], rms: Iterable[Mapping[str, Any]]
+) -> list[dict[str, Any]]:
+    """Each partition with its RM's state (``rmState``: ``Running``, ``Paused`` or
+    ``Stopped``, as ``Core.get_resource_managers``) and, while it is Paused, when it will
+    be Stopped (``rmStopsAt``, ns): a Paused RM's partition keeps its state but allocates
+    nothing, where its own ``state`` stays ``Active``."""
+    by_id = {rm["rmID"]: rm for rm in rms}
+    out = []
+    for part in partitions:
+        rm = by_id.get(part["clusterId"], {"state": "Stopped"})
+        extra = {"rmStopsAt": rm["stopsAt"]} if "stopsAt" in rm else {}
+        out.append({**part, "rmState": rm["state"], **extra})
+    return out
 
 
 def _join(names: Iterable[str]) -> str:

@@ -242,6 +242,20 @@ async def test_partitions(busy: Scenario, client: httpx.AsyncClient) -> None:
     }
     assert part["totalContainers"] == 6
     assert part["preemptionEnabled"] is True  # the configuration says nothing: enabled
+    assert part["rmState"] == "Running" and "rmStopsAt" not in part
+
+
+@pytest.mark.asyncio
+async def test_a_paused_rms_partition_says_so(s: Scenario, client: httpx.AsyncClient) -> None:
+    await s.add_nodes("n1")
+    await s.advance(5)
+    assert in_process(s).rm_disconnected(s.rm_id) is True
+    [rm] = await in_process(s).get_resource_managers()
+    (part,) = await get(client, "/ws/v1/partitions", many("PartitionInfo"))
+    assert (part["state"], part["rmState"]) == ("Active", "Paused")  # its state is kept
+    assert part["rmStopsAt"] == rm["stopsAt"]
+    dump = await get(client, "/ws/v1/fullstatedump", "StateDump")
+    assert dump["Partitions"] == [part]
 
 
 # ============================================================================ queues

@@ -1,7 +1,9 @@
 """The status page at ``/``, checked in headless Chromium (Debian's package) against a real
 ``scheduler serve``: it loads, draws the queues and applications of a running scenario
-with their gang progress, the preemptions in flight and their totals, shows an error when
-the API does not answer, and a screenshot is
+with their gang progress, the preemptions in flight and their totals, a Paused RM and the
+application counts of every state, the view of one application and of one node (``#app/..``,
+``#node/..``) linked from the tables, shows an error when the API does not answer, and
+reads only routes that exist (checked without a browser). A screenshot is
 kept (``bench/results/web_page.png``, printed by the test). Skipped where no Chromium is
 installed, failed instead with ``$SCHEDULER_REQUIRE_CHROMIUM`` set (``.ci/run`` installs
 it and sets that)."""
@@ -24,7 +26,9 @@ import pytest
 
 import scheduler
 from scheduler import si
-from scheduler.testing import Scenario, gang_tags
+from scheduler.client import connect
+from scheduler.daemon._openapi import APPLICATION_STATES, openapi_document
+from scheduler.testing import ManualClock, Scenario, gang_tags
 
 from .test_daemon import Daemon, remote_scenario
 
@@ -56,6 +60,7 @@ partitions:
                   guaranteed: {memory: 16Gi, vcore: 4}
 """
 SCREENSHOT = Path(__file__).parents[3] / "bench" / "results" / "web_page.png"
+PAGE = Path(scheduler.__file__).parent / "daemon" / "web" / "index.html"
 
 
 def chromium() -> str:
@@ -115,11 +120,36 @@ async def rendered(tmp: Path, url: str, *needles: str, seconds: float = 60.0) ->
             return text
 
 
-def row(dom: str, attribute: str, key: str) -> str:
-    """The text of the table row ``<tr data-ATTRIBUTE="KEY">``, tags removed."""
+def row_html(dom: str, attribute: str, key: str) -> str:
+    """The HTML of the table row ``<tr data-ATTRIBUTE="KEY">``."""
     match = re.search(rf'<tr [^>]*data-{attribute}="{re.escape(key)}".*?</tr>', dom, re.S)
     assert match is not None, f"no row {attribute}={key!r}"
-    return re.sub(r"<[^>]+>", " ", match.group(0))
+    return match.group(0)
+
+
+def row(dom: str, attribute: str, key: str) -> str:
+    """The text of the table row ``<tr data-ATTRIBUTE="KEY">``, tags removed."""
+    return re.sub(r"<[^>]+>", " ", row_html(dom, attribute, key))
+
+
+def gib(n: int) -> str:
+    """A whole number of GiB as the page writes it."""
+    assert n % GI == 0
+    return f"{n // GI}Gi"
+
+
+def card(dom: str, card_id: str) -> str:
+    """The text of the card ``<div class="card" id="CARD_ID">``, tags removed."""
+    match = re.search(rf'<div class="card" id="{card_id}">.*?</div></div>', dom, re.S)
+    assert match is not None, f"no card {card_id!r}"
+    return " ".join(re.sub(r"<[^>]+>", " ", match.group(0)).split())
+
+
+def section(dom: str, section_id: str) -> str:
+    """The HTML of ``<section id="SECTION_ID">``."""
+    match = re.search(rf'<section [^>]*id="{section_id}".*?</section>', dom, re.S)
+    assert match is not None, f"no section {section_id!r}"
+    return match.group(0)
 
 
 @pytest.fixture
@@ -190,6 +220,7 @@ async def test_the_page_shows_a_running_scenario(daemon: Daemon, tmp_path: Path)
         batch = row(dom, "queue", "root.batch")
         assert "batch" in batch and "guar 32Gi" in batch and "max 96Gi" in batch, batch
         assert "24Gi" in batch  # allocated: three asks of 8Gi
+        assert "6 cores · guar 8 cores · max 24 cores" in batch, batch  # vcore as cores
         # the applications, their states, queues and gang progress
         for app_id in ("etl-nightly", "spark-pi", "tf-train", "mpi-sim", "huge-render"):
             assert app_id in row(dom, "app", app_id)
@@ -206,6 +237,16 @@ async def test_the_page_shows_a_running_scenario(daemon: Daemon, tmp_path: Path)
         assert "100Gi" in row(dom, "app", "huge-render")  # pending
         # the nodes, allocated against capacity
         assert "/ 64Gi" in row(dom, "node", "node-1")
+        assert "/ 16 cores" in row(dom, "node", "node-1")
+        # the tables link to the views of one application and one node
+        assert 'href="#app/default/spark-pi"' in row_html(dom, "app", "spark-pi")
+        assert 'href="#node/default/node-2"' in row_html(dom, "node", "node-2")
+        # every state the partition counts, active or not
+        counts = card(dom, "app-counts")
+        assert "5 active · 1 finished" in counts, counts
+        [part] = await s.core.get_partitions()
+        for state, n in part["applications"].items():
+            assert state == "total" or f"{state} {n}" in counts, counts
         assert 'id="error" role="alert"></div>' in dom.replace(' class=""', "")  # no error
 
         shot = tmp_path / "web_page.png"
@@ -308,3 +349,116 @@ async def test_the_page_shows_what_went_wrong(page_without_api: str, tmp_path: P
     assert re.search(
         r'<div id="error" role="alert" class="shown"><b>Error: </b>GET /ws/v1/partitions: 404', dom
     ), dom[:3000]
+
+
+async def test_the_views_of_one_application_and_one_node(daemon: Daemon, tmp_path: Path) -> None:
+    async with remote_scenario(daemon.address) as s:
+        await busy_cluster(s)
+        app = daemon.http + "/#app/default/"
+
+        # an application: its details, allocations on their nodes, state log, placeholders
+        spark = await s.application("spark-pi")
+        dom = await rendered(
+            tmp_path, app + "spark-pi", 'data-view="app"', 'data-task-group="executor"'
+        )
+        facts = re.sub(r"<[^>]+>", " ", section(dom, "app-facts"))
+        assert "root.ml.training" in facts and "16Gi" in facts and "4 cores" in facts, facts
+        assert len(spark["allocations"]) == 4
+        for alloc in spark["allocations"]:
+            html_row = row_html(dom, "allocation", alloc["allocationKey"])
+            assert f'href="#node/default/{alloc["nodeId"]}"' in html_row, html_row
+            text = row(dom, "allocation", alloc["allocationKey"])
+            assert "4Gi" in text and "1 core" in text, text
+            assert ("placeholder" in text) is alloc["placeholder"], text
+        states = section(dom, "app-states")
+        assert [e["applicationState"] for e in spark["stateLog"]] == ["New", "Accepted", "Starting"]
+        assert all(f">{e['applicationState']}<" in states for e in spark["stateLog"]), states
+        executors = row(dom, "task-group", "executor").split()
+        assert executors[:2] == ["executor", "3"] and executors[-2:] == ["0", "0"], executors
+        assert "no asks waiting" in section(dom, "app-asks")
+
+        # an ask that fits nowhere, and a permit gang still short of members
+        dom = await rendered(tmp_path, app + "huge-render", 'data-view="app"', 'data-ask="frame"')
+        frame = row(dom, "ask", "frame")
+        assert "100Gi" in frame and "4 cores" in frame and "1 of 1" in frame, frame
+        assert "no allocations" in section(dom, "app-allocations")
+        dom = await rendered(
+            tmp_path, app + "mpi-sim", 'data-view="app"', 'data-gang="default/mpi-sim"'
+        )
+        gang = row(dom, "gang", "default/mpi-sim")
+        assert "Strict" in gang and "4 of 4" in gang and "waiting" in gang, gang
+
+        # a node: capacity, allocated, available, and its allocations with their applications
+        node = await s.core.get_node("default", "node-1")
+        dom = await rendered(
+            tmp_path,
+            daemon.http + "/#node/default/node-1",
+            'data-view="node"',
+            'data-resource="vcore"',
+        )
+        memory = row(dom, "resource", "memory").split()
+        want = [gib(node[k]["memory"]) for k in ("capacity", "allocated", "available")]
+        assert node["occupied"] == {}  # nothing outside the scheduler: 0Gi
+        assert memory[1:5] == [want[0], want[1], "0Gi", want[2]], memory
+        assert "16 cores" in row(dom, "resource", "vcore")
+        assert node["allocations"]
+        for alloc in node["allocations"]:
+            key = f"{alloc['applicationId']}/{alloc['allocationKey']}"
+            assert f'href="#app/default/{alloc["applicationId"]}"' in row_html(
+                dom, "allocation", key
+            )
+
+        shots = {"app": app + "spark-pi", "node": daemon.http + "/#node/default/node-1"}
+        for name, url in shots.items():
+            shot = tmp_path / f"web_page_{name}.png"
+            await run_chromium(
+                tmp_path,
+                "--virtual-time-budget=5000",
+                "--window-size=1400,1000",
+                f"--screenshot={shot}",
+                url,
+            )
+            assert shot.stat().st_size > 10_000
+            shutil.copyfile(shot, SCREENSHOT.with_name(shot.name))
+
+
+async def test_a_paused_rms_partition_is_not_shown_as_running(
+    daemon: Daemon, tmp_path: Path
+) -> None:
+    async with connect(daemon.address) as remote:
+        s = Scenario(remote, ManualClock())
+        await s.register(QUEUES)
+        await s.add_nodes("node-1", memory=64 * GI, vcore=16_000)
+        await s.submit("idle", queue="root.default", user="alice")  # no asks: New
+        await s.submit("job", queue="root.batch", user="bob")
+        await s.ask("job", "task", count=2, memory=GI, vcore=250)
+        [part] = await remote.get_partitions()
+    # the connection is gone without a goodbye: the RM is Paused, its partition kept
+    dom = await rendered(tmp_path, daemon.http + "/", 'data-rm-state="Paused"')
+    assert 'data-rm-state="Running"' not in dom
+    assert "Resource manager rm-1 is Paused." in dom and "allocates nothing" in dom
+    counts = card(dom, "app-counts")
+    assert part["applications"]["New"] == 1 and "New 1" in counts, counts
+    assert "2 active · 0 finished" in counts, counts
+    assert "500m / 16 cores" in row(dom, "node", "node-1")  # below one core: millicores
+    assert "2Gi / 64Gi" in row(dom, "node", "node-1")
+
+
+async def test_the_page_reads_only_routes_that_exist() -> None:
+    script = PAGE.read_text()
+    block = re.search(r"const ROUTES = \{(.*?)\};", script, re.S)
+    assert block is not None
+    routes = dict(re.findall(r'(\w+): "(/[^"]*)"', block.group(1)))
+    assert len(routes) == 7, routes
+    paths = openapi_document()["paths"]
+    for name, template in routes.items():
+        assert "/ws/v1" + template in paths, (name, template)
+    # every request goes through getJSON(api(NAME, ...)): no path written by hand
+    assert script.count("fetch(") == 1 and "fetch(API + path" in script
+    calls = re.findall(r"getJSON\((.{0,60})", script)
+    assert calls[0].startswith("path)")  # the definition
+    for call in calls[1:]:
+        name = re.match(r'api\("(\w+)"', call)
+        assert name is not None and name.group(1) in routes, call
+    for state in re.findall(r'state: "(\w+)"', script):
+        assert state in APPLICATION_STATES, state
