@@ -837,8 +837,9 @@ def test_counters_count_per_flush_and_pass() -> None:
 async def test_actor_metrics(busy: Scenario, client: httpx.AsyncClient) -> None:
     m = await scrape(client)
     live = m["yunikorn_actor_live"]
-    assert {dict(k)["kind"] for k in live} == {"callback", "partition", "queue", "app"}
+    assert {dict(k)["kind"] for k in live} == {"callback", "partition", "queue", "app", "other"}
     assert live[(("kind", "partition"),)] == 1
+    assert live[(("kind", "other"),)] == 1  # the core's own: its history collector
     assert live[(("kind", "queue"),)] == 5  # root, a, b, b.c, default
     assert all(v == 0 for v in m["yunikorn_actor_mailbox_depth"].values())  # settled
     assert m["yunikorn_actor_messages_processed"][(("kind", "partition"),)] > 0
