@@ -14,7 +14,8 @@ What it holds:
 * ``_pass``: the scheduling pass by proposal and commit; ``_outstanding``: what an
   autoscaler hears of the asks that wait.
 * ``_views`` (the query answers, YuniKorn's REST shapes), ``_event_log`` (the events an RM
-  and the REST API read), ``_counters`` (the pass's counters), ``_gc`` (collector tuning),
+  and the REST API read), ``_history`` (running applications and containers, sampled once
+  a minute of the core's clock), ``_counters`` (the pass's counters), ``_gc`` (collector tuning),
   and ``_core`` (``Core``, ``start_scheduler``: the core's coroutine API).
 
 It may import every room below it (``gangs``, ``policies``, ``objects``, ``config``,

@@ -18,6 +18,7 @@ from actors import (
     SystemClock,
     TimerHandle,
     wall_ns,
+    wall_of,
 )
 from scheduler import si
 from scheduler._errors import NotFoundError, SchedulerError
@@ -26,6 +27,7 @@ from scheduler.config._timeouts import Timeouts
 from scheduler.core._callback_actor import CallbackActor
 from scheduler.core._event_log import DEFAULT_CAPACITY, EventLog
 from scheduler.core._events import ConfigUpdated, Query, RMPaused
+from scheduler.core._history import DEFAULT_HISTORY_SIZE, HistoryCollector, MetricsHistory
 from scheduler.core._partition_actor import PartitionActor
 from scheduler.core._proxy import RMProxy, RMRecord, check_rm_id
 from scheduler.core._views import config_info
@@ -53,6 +55,7 @@ class _Registration:
         config: SchedulerConfig,
         callback: CallbackActor | None = None,
         since: float = 0.0,
+        build_info: dict[str, str] | None = None,
     ) -> None:
         self.record = record
         self.actors = actors
@@ -61,6 +64,8 @@ class _Registration:
         self.state = RUNNING
         self.since = since
         self.timer: TimerHandle | None = None
+        # What the RM said of its build, with its id under ``rmId`` (YuniKorn's SetRMInfo).
+        self.build_info = {**(build_info or {}), "rmId": record.rm_id}
 
     @property
     def dropped(self) -> int:
@@ -73,6 +78,31 @@ class _Registration:
         for actor in self.actors.values():
             if actor.actor_ref.alive:
                 actor.actor_ref.tell(message)
+
+    def stop_actors(self) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+        for actor in self.actors.values():
+            if actor.actor_ref.alive:
+                actor.actor_ref.stop()  # its queue and application actors stop with it
+        if self.record.callback.alive:
+            self.record.callback.stop()
+
+    def info(self, clock: Clock, state: str) -> dict[str, Any]:
+        """What ``Core.get_resource_managers`` says of the RM in ``state``."""
+        since = self.since if state != STOPPED else clock.now()
+        out: dict[str, Any] = {
+            "rmID": self.record.rm_id,
+            "state": state,
+            "since": wall_ns(clock, since),
+            "partitions": sorted(self.actors),
+            "droppedCallbacks": self.dropped,
+            "buildInfo": dict(self.build_info),
+        }
+        if state == PAUSED and self.timer is not None:
+            out["stopsAt"] = wall_ns(clock, self.timer.due)
+        return out
 
 
 class _RMTimeout:
@@ -110,6 +140,9 @@ class Core:
     Attributes:
         system: the actor system every actor of the core runs on.
         timeouts: the state timeouts in effect.
+        start_time: when the core started, in Unix nanoseconds of its clock.
+        history: running applications and containers, sampled once a minute of the core's
+            clock (``GET /ws/v1/history/apps`` and ``/history/containers``). Read it.
     """
 
     def __init__(
@@ -118,9 +151,12 @@ class Core:
         *,
         timeouts: Timeouts | None = None,
         event_capacity: int = DEFAULT_CAPACITY,
+        history_size: int = DEFAULT_HISTORY_SIZE,
     ) -> None:
         self.system = system
         self.timeouts = timeouts or Timeouts()
+        self.start_time = wall_ns(system.clock, system.clock.now())
+        self.history = MetricsHistory(history_size)
         self._events = EventLog(event_capacity)
         self.proxy = RMProxy()
         self._registrations: dict[str, _Registration] = {}
@@ -167,6 +203,7 @@ class Core:
         rm_id = check_rm_id(request.rm_id)
         check_callback(callback)
         config = parse_config(_config_text(request.config))
+        build = _build_info(request.build_info)
         for other, reg in self._registrations.items():
             if other == rm_id:
                 continue
@@ -190,16 +227,20 @@ class Core:
                 f", {old.dropped} callback calls dropped while Paused" if old.dropped else "",
             )
             self.proxy.rms.pop(rm_id, None)
-            await self._teardown(old)
+            old.stop_actors()
         self._stopped.pop(rm_id, None)
-        self._registrations[rm_id] = self._start_rm(rm_id, callback, config)
+        self._registrations[rm_id] = self._start_rm(rm_id, callback, config, build)
         logger.bind(rm_id=rm_id).info(
             "resource manager registered with partitions {}", [p.name for p in config.partitions]
         )
         return si.RegisterResourceManagerResponse()
 
     def _start_rm(
-        self, rm_id: str, callback: ResourceManagerCallback, config: SchedulerConfig
+        self,
+        rm_id: str,
+        callback: ResourceManagerCallback,
+        config: SchedulerConfig,
+        build: dict[str, str],
     ) -> _Registration:
         self._generation += 1
         gen = self._generation
@@ -212,7 +253,7 @@ class Core:
         for pconf in config.partitions:
             actors[pconf.name] = self._spawn_partition(record, gen, pconf)
         self.proxy.rms[rm_id] = record
-        return _Registration(record, actors, config, callback_actor, self.clock.now())
+        return _Registration(record, actors, config, callback_actor, self.clock.now(), build)
 
     def _spawn_partition(self, record: RMRecord, gen: int, pconf: Any) -> PartitionActor:
         rm_id = record.rm_id
@@ -233,19 +274,6 @@ class Core:
             pconf.name, self.system.spawn(actor, name=name, dispatcher=dispatcher), directory
         )
         return actor
-
-    async def _teardown(self, reg: _Registration) -> None:
-        self._stop_actors(reg)
-
-    def _stop_actors(self, reg: _Registration) -> None:
-        if reg.timer is not None:
-            reg.timer.cancel()
-            reg.timer = None
-        for actor in reg.actors.values():
-            if actor.actor_ref.alive:
-                actor.actor_ref.stop()  # its queue and application actors stop with it
-        if reg.record.callback.alive:
-            reg.record.callback.stop()
 
     # ========================================================================= lifecycle
     def rm_disconnected(self, rm_id: str, callback: object = None) -> bool:
@@ -374,16 +402,9 @@ class Core:
         self.proxy.rms.pop(rm_id, None)
         self._predicates.pop(rm_id, None)
         self._outstanding.pop(rm_id, None)
-        self._stop_actors(reg)
-        now = self.clock.now()
+        reg.stop_actors()
         self._stopped.pop(rm_id, None)
-        self._stopped[rm_id] = {
-            "rmID": rm_id,
-            "state": STOPPED,
-            "since": wall_ns(self.clock, now),
-            "partitions": sorted(reg.actors),
-            "droppedCallbacks": reg.dropped,
-        }
+        self._stopped[rm_id] = reg.info(self.clock, STOPPED)
         while len(self._stopped) > _STOPPED_KEPT:
             del self._stopped[next(iter(self._stopped))]
 
@@ -554,21 +575,13 @@ class Core:
         or ``Stopped``, the spec's names), ``since`` (when it entered that state, in
         nanoseconds of the core's clock, as ``state_dump``'s ``timestamp``), its
         ``partitions``, ``droppedCallbacks`` (callback calls its transport lost: more than
-        it keeps for a Paused RM to resume), and for a Paused RM ``stopsAt``. The latest
-        1000 Stopped RMs are kept.
+        it keeps for a Paused RM to resume), ``buildInfo`` (the registration's
+        ``build_info`` and ``rmId``), and for a Paused RM ``stopsAt``. The latest 1000
+        Stopped RMs are kept.
         """
         out: dict[str, dict[str, Any]] = dict(self._stopped)
         for rm_id, reg in self._registrations.items():
-            info: dict[str, Any] = {
-                "rmID": rm_id,
-                "state": reg.state,
-                "since": wall_ns(self.clock, reg.since),
-                "partitions": sorted(reg.actors),
-                "droppedCallbacks": reg.dropped,
-            }
-            if reg.state == PAUSED and reg.timer is not None:
-                info["stopsAt"] = wall_ns(self.clock, reg.timer.due)
-            out[rm_id] = info
+            out[rm_id] = reg.info(self.clock, reg.state)
         return [dict(out[rm_id]) for rm_id in sorted(out)]
 
     async def state_dump(self, *, detail: bool = True) -> dict[str, Any]:
@@ -606,6 +619,14 @@ def _stats(stats: Any) -> dict[str, Any]:
     }
 
 
+def _build_info(info: object) -> dict[str, str]:
+    if not isinstance(info, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in info.items()
+    ):
+        raise SchedulerError(f"build_info must map strings to strings, got {info!r}")
+    return {k: v for k, v in info.items() if k != "rmId"}
+
+
 def _config_text(config: object) -> str:
     if not isinstance(config, str):
         raise SchedulerError(f"config must be YAML text, got {type(config).__name__}")
@@ -618,6 +639,7 @@ async def start_scheduler(
     clock: Clock | None = None,
     timeouts: Timeouts | None = None,
     event_capacity: int = DEFAULT_CAPACITY,
+    history_size: int = DEFAULT_HISTORY_SIZE,
 ) -> AsyncIterator[Core]:
     """Start a scheduler core in this event loop; leaving the block stops every actor.
 
@@ -626,12 +648,16 @@ async def start_scheduler(
             ``scheduler.testing.ManualClock`` for tests.
         timeouts: YuniKorn's state timeouts, to change for a test or a demo.
         event_capacity: how many of the latest events ``Core.events`` keeps.
+        history_size: how many of the latest samples ``Core.history`` keeps.
     """
     system = ActorSystem(clock or SystemClock())
     owner = asyncio.get_running_loop().create_task(system.run())
     try:
         await system.ready()
-        core = Core(system, timeouts=timeouts, event_capacity=event_capacity)
+        core = Core(
+            system, timeouts=timeouts, event_capacity=event_capacity, history_size=history_size
+        )
+        HistoryCollector(core.history, core.get_partitions, wall_of(system.clock)).start(system)
         try:
             yield core
         finally:

@@ -33,6 +33,7 @@ from scheduler.objects._priority import current_priority
 from scheduler.objects._queue import Queue
 from scheduler.objects._resources import Res, add_into
 from scheduler.objects._ugm import Cap, user_of
+from scheduler.policies._placement import child_template
 
 __all__ = [
     "answer",
@@ -116,6 +117,14 @@ def partition_info(p: Partition) -> dict[str, Any]:
 
 
 def queue_info(p: Partition, queue: Queue) -> dict[str, Any]:
+    info = _queue_fields(p, queue)
+    template = _template_info(p, queue)
+    if template is not None:  # YuniKorn: omitted for a queue without one
+        info["template"] = template
+    return info
+
+
+def _queue_fields(p: Partition, queue: Queue) -> dict[str, Any]:
     return {
         "queuename": queue.path,
         "status": str(queue.status),
@@ -131,6 +140,7 @@ def queue_info(p: Partition, queue: Queue) -> dict[str, Any]:
         "properties": dict(queue.properties),
         "parent": queue.parent.path if queue.parent else "",
         "children": [queue_info(p, c) for c in queue.children.values()],
+        "absUsedCapacity": abs_used_capacity(queue.max_resources, queue.allocated),
         "runningApps": queue.running_apps,
         "maxRunningApps": queue.max_applications,
         "currentPriority": current_priority(queue),
@@ -139,6 +149,45 @@ def queue_info(p: Partition, queue: Queue) -> dict[str, Any]:
         "preemptionDelay": format_duration(queue.preemption_delay),
         "applications": sorted(queue.applications),
     }
+
+
+def abs_used_capacity(capacity: Res, used: Res) -> dict[str, int]:
+    """Per resource of ``capacity``, ``used`` as a whole percentage of it, as YuniKorn's
+    ``resources.CalculateAbsUsedCapacity`` gives it: truncated, 100 for any use of a zero
+    capacity, at most 2**31 - 1; a resource nothing uses is left out."""
+    out: dict[str, int] = {}
+    for name, cap in capacity.items():
+        value = used.get(name)
+        if value is None:
+            continue
+        if value <= 0:
+            out[name] = 0
+        elif cap <= 0:
+            out[name] = 100
+        else:
+            out[name] = min(value * 100 // cap, _INT32_MAX)
+    return out
+
+
+_INT32_MAX: Final = 2**31 - 1
+
+
+def _template_info(p: Partition, queue: Queue) -> dict[str, Any] | None:
+    """YuniKorn's ``TemplateInfo`` of a parent queue: the child template its new dynamic
+    leaves take (its own, or the nearest one above it); None for a leaf."""
+    template = None if queue.leaf else child_template(p, queue)
+    if template is None:
+        return None
+    out: dict[str, Any] = {}
+    if template.max_applications:
+        out["maxApplications"] = template.max_applications
+    if template.max_resources:
+        out["maxResource"] = dict(template.max_resources)
+    if template.guaranteed:
+        out["guaranteedResource"] = dict(template.guaranteed)
+    if template.properties:
+        out["properties"] = dict(template.properties)
+    return out
 
 
 def _ask_info(app: Application, ask: Ask, wall: Wall) -> dict[str, Any]:

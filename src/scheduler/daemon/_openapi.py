@@ -4,13 +4,22 @@ YuniKorn's field names. A test holds it against the routes and every answer."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 from scheduler.config._parser import QUEUE_NAME_RE
 from scheduler.core import TERMINAL_STATES, AppState
 
-__all__ = ["ACTIVE_STATUSES", "APPLICATION_STATES", "openapi_document"]
+__all__ = [
+    "ACTIVE_STATUSES",
+    "APPLICATION_STATES",
+    "GROUP_NAME_RE",
+    "POST_PATHS",
+    "USER_NAME_RE",
+    "method",
+    "openapi_document",
+]
 
 #: The states of ``/ws/v1/partition/{p}/applications/{state}`` (YuniKorn's handlers.go):
 #: ``active`` is every application not yet terminated, ``rejected`` the rejected ones and
@@ -74,6 +83,12 @@ def _schemas() -> dict[str, Any]:
                 "children": _arr(_ref("UsageQueue")),
             }
         ),
+        "TemplateInfo": _template_schema(),
+        "ClusterInfo": _cluster_schema(),
+        "AppHistory": _obj({"timestamp": _INT, "totalApplications": _STR}),
+        "ContainerHistory": _obj({"timestamp": _INT, "totalContainers": _STR}),
+        "PartitionNodesUtil": _node_util_schema(),
+        "ValidateConf": _obj({"allowed": _BOOL, "reason": _STR}),
         "UserUsage": _obj({"userName": _STR, "groups": _STR_MAP, "queues": _ref("UsageQueue")}),
         "GroupUsage": _obj(
             {"groupName": _STR, "applications": _STRINGS, "queues": _ref("UsageQueue")}
@@ -189,6 +204,16 @@ def _queue_schema() -> dict[str, Any]:
             "properties": _STR_MAP,
             "parent": _STR,
             "children": _arr(_ref("QueueInfo")),
+            "template": {
+                **_ref("TemplateInfo"),
+                "description": "The child template new dynamic leaves below take (parents "
+                "only: their own or the nearest one above)",
+            },
+            "absUsedCapacity": {
+                **_map_of(_INT),
+                "description": "Per resource of maxResource, allocatedResource as a whole "
+                "percentage of it (100 when the maximum is 0)",
+            },
             "runningApps": _INT,
             "maxRunningApps": _INT,
             "currentPriority": _INT,
@@ -200,7 +225,66 @@ def _queue_schema() -> dict[str, Any]:
             },
             "applications": _STRINGS,
         },
-        optional=("children",),
+        optional=("children", "template"),
+    )
+
+
+def _template_schema() -> dict[str, Any]:
+    return _obj(
+        {
+            "maxApplications": _INT,
+            "maxResource": _RES,
+            "guaranteedResource": _RES,
+            "properties": _STR_MAP,
+        },
+        optional=("maxApplications", "maxResource", "guaranteedResource", "properties"),
+    )
+
+
+def _cluster_schema() -> dict[str, Any]:
+    counts = (
+        "totalApplications",
+        "failedApplications",
+        "pendingApplications",
+        "runningApplications",
+        "completedApplications",
+        "totalContainers",
+        "failedContainers",
+        "pendingContainers",
+        "runningContainers",
+        "activeNodes",
+        "totalNodes",
+        "failedNodes",
+    )
+    return {
+        **_obj(
+            {
+                "startTime": {**_INT, "description": "When the core started (Unix ns)"},
+                "rmBuildInformation": _arr(_STR_MAP),
+                "partition": _STR,
+                "clusterName": _STR,
+                **{name: {**_STR, "pattern": "^[0-9]*$"} for name in counts},
+            }
+        ),
+        "description": "YuniKorn's ClusterDAOInfo: the counts are decimal strings as YuniKorn "
+        "1.2 writes them, empty where the core counts nothing.",
+    }
+
+
+def _node_util_schema() -> dict[str, Any]:
+    bucket = _obj(
+        {"bucketName": _STR, "numOfNodes": _INT, "nodeNames": _STRINGS},
+        optional=("numOfNodes", "nodeNames"),
+    )
+    return _obj(
+        {
+            "clusterId": _STR,
+            "partition": _STR,
+            "utilizations": _arr(
+                _obj({"type": _STR, "utilization": _arr(bucket)}, optional=("utilization",))
+            ),
+        },
+        optional=("utilizations",),
     )
 
 
@@ -370,6 +454,8 @@ _PARAMETERS: Final = {
     "application": "The application's id.",
     "node": "The node's id.",
     "state": "active (not terminated), rejected, or completed (terminated otherwise).",
+    "user": "The user's name.",
+    "group": "The group's name.",
 }
 _QUERIES: Final = {
     "status": ("An active application's state, in any case.", list(ACTIVE_STATUSES)),
@@ -387,8 +473,14 @@ def _any_case(words: Iterable[str]) -> str:
 
 # What the handlers accept of a path parameter, where it is not any string.
 _QUEUE_NAME: Final = QUEUE_NAME_RE.pattern  # YuniKorn's, as _rest checks it
+#: YuniKorn 1.8's UserRegExp and GroupRegExp (pkg/common/configs/configvalidator.go), which
+#: its usage/user/{user} and usage/group/{group} check before they look the name up.
+USER_NAME_RE: Final = re.compile(r"[_a-zA-Z][a-zA-Z0-9:#/_.@-]*[$]?")
+GROUP_NAME_RE: Final = re.compile(r"[_a-zA-Z][a-zA-Z0-9:_.-]*")
 _PATH_SCHEMAS: Final = {
     "queue": {**_STR, "pattern": f"^{_QUEUE_NAME}(\\.{_QUEUE_NAME})*$"},
+    "user": {**_STR, "pattern": f"^{USER_NAME_RE.pattern}$"},
+    "group": {**_STR, "pattern": f"^{GROUP_NAME_RE.pattern}$"},
     "state": {**_STR, "pattern": _any_case(APPLICATION_STATES)},
 }
 # Query parameters that are non-negative integers.
@@ -400,6 +492,36 @@ _UINT_QUERIES: Final = {
 
 # path: (summary, 200 schema, query parameters, errors besides 405)
 _OPERATIONS: Final[dict[str, tuple[str, Any, tuple[str, ...], tuple[int, ...]]]] = {
+    "/ws/v1/clusters": (
+        "Each partition with the core's start time, the RMs' build information and counts",
+        _arr(_ref("ClusterInfo")),
+        (),
+        (),
+    ),
+    "/ws/v1/history/apps": (
+        "Running applications, sampled once a minute of the core's clock (the last 1440)",
+        _arr(_ref("AppHistory")),
+        (),
+        (),
+    ),
+    "/ws/v1/history/containers": (
+        "Allocations held, sampled once a minute of the core's clock (the last 1440)",
+        _arr(_ref("ContainerHistory")),
+        (),
+        (),
+    ),
+    "/ws/v1/scheduler/node-utilizations": (
+        "Per partition and resource, the nodes in ten buckets of utilization",
+        _arr(_ref("PartitionNodesUtil")),
+        (),
+        (),
+    ),
+    "/ws/v1/validate-conf": (
+        "Checks a queues.yaml document (the request body); changes nothing",
+        _ref("ValidateConf"),
+        (),
+        (),
+    ),
     "/ws/v1/partitions": ("Every partition", _arr(_ref("PartitionInfo")), (), ()),
     "/ws/v1/partition/{partition}/queues": (
         "The partition's queue tree, from root",
@@ -449,6 +571,18 @@ _OPERATIONS: Final[dict[str, tuple[str, Any, tuple[str, ...], tuple[int, ...]]]]
         _arr(_ref("UserUsage")),
         (),
         (404,),
+    ),
+    "/ws/v1/partition/{partition}/usage/user/{user}": (
+        "What one user runs below each queue, against its limits",
+        _ref("UserUsage"),
+        (),
+        (400, 404),
+    ),
+    "/ws/v1/partition/{partition}/usage/group/{group}": (
+        "What one group runs below each queue, against its limits",
+        _ref("GroupUsage"),
+        (),
+        (400, 404),
     ),
     "/ws/v1/partition/{partition}/usage/groups": (
         "What each group runs below each queue, against its limits",
@@ -524,18 +658,31 @@ def _operation(path: str) -> dict[str, Any]:
         else:
             responses[str(code)] = {"description": _ERRORS[code], "content": error}
     operation_id = path.removeprefix("/ws/v1/").replace("/", "_").replace("{", "").replace("}", "")
-    return {
+    operation: dict[str, Any] = {
         "summary": summary,
-        "operationId": operation_id.replace(".", "_"),
+        "operationId": operation_id.replace(".", "_").replace("-", "_"),
         "parameters": params,
         "responses": responses,
     }
+    if method(path) == "post":
+        text = {"schema": {**_STR, "description": "A queues.yaml document"}}
+        operation["requestBody"] = {"required": False, "content": {"text/plain": text}}
+    return operation
+
+
+#: The paths answered to POST (and to no other method); the others answer GET and HEAD.
+POST_PATHS: Final = frozenset({"/ws/v1/validate-conf"})
+
+
+def method(path: str) -> str:
+    """The one method of ``path`` in the document, lower case."""
+    return "post" if path in POST_PATHS else "get"
 
 
 _ERRORS: Final = {
     400: "Malformed path or query",
     404: "Unknown partition, queue, application, node or resource manager",
-    405: "Any method but GET and HEAD",
+    405: "Any method but GET and HEAD (POST for validate-conf)",
 }
 
 
@@ -560,6 +707,6 @@ def openapi_document() -> dict[str, Any]:
             "description": "YuniKorn's /ws/v1 paths and JSON field names over the core's "
             "state. Errors are YAPIError bodies.",
         },
-        "paths": {path: {"get": _operation(path)} for path in _OPERATIONS},
+        "paths": {path: {method(path): _operation(path)} for path in _OPERATIONS},
         "components": {"schemas": _schemas()},
     }

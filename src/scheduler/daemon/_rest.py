@@ -1,15 +1,19 @@
-"""YuniKorn's read-only REST API over a running core, as an ASGI application (Starlette).
+"""YuniKorn's REST API over a running core, as an ASGI application (Starlette).
 
 ``make_app(core)`` serves the paths and JSON field names of YuniKorn's web service
-(``pkg/webservice``): partitions, queues, applications, nodes, user and group usage, the
-full state dump, the configuration in force, the health check and Prometheus metrics, the
-preemptions in flight (``/ws/v1/partition/{p}/preemptions``, not YuniKorn's), each
-partition's RM state (``rmState``, ``rmStopsAt``: not YuniKorn's either), plus
-an OpenAPI document of all of it at ``/ws/v1/openapi.json``. Every answer is built from the
-core's own queries (``Core.get_*``, ``Core.state_dump``), read when the request comes; this
-module reshapes and checks them and keeps no state of its own. ``/`` is a status page, a
-static file (``scheduler/daemon/web/index.html``) that reads the API itself; it is outside the
-OpenAPI document.
+(``pkg/webservice``): the clusters, the application and container history, partitions,
+queues, applications, nodes and their utilization buckets, user and group usage, the
+full state dump, the configuration in force and its check (``POST /ws/v1/validate-conf``,
+which changes nothing: the API is otherwise read-only), the health check and Prometheus
+metrics, the preemptions in flight (``/ws/v1/partition/{p}/preemptions``, not YuniKorn's),
+each partition's RM state (``rmState``, ``rmStopsAt``: not YuniKorn's either), plus an
+OpenAPI document of all of it at ``/ws/v1/openapi.json``. The dashboard's views
+(clusters, node utilization) are ``scheduler.daemon._dashboard``; the history is the
+core's (``Core.history``), sampled on its clock whether or not anyone asks. Every answer
+is built from the core's own queries (``Core.get_*``, ``Core.state_dump``), read when the
+request comes; this module reshapes and checks them and keeps no state of its own. ``/``
+is a status page, a static file (``scheduler/daemon/web/index.html``) that reads the API
+itself; it is outside the OpenAPI document.
 
 The events the core sent to the RMs (``Core.events``, ``scheduler.core._event_log``) are served
 as YuniKorn 1.4+ does: ``/ws/v1/events/batch?start=&count=`` pages through the log
@@ -22,9 +26,10 @@ is cut off: the stream's last line, a ``YAPIError``, says why it ended. An event
 carries the SI's ``groupID`` as ``referenceID`` (its SI 1.4 name) and keeps ``reason``.
 
 Errors are YuniKorn's ``dao.YAPIError``, ``{"status_code", "message", "description"}``:
-404 for an unknown partition, queue, application, node or path, 400 for a malformed path
-or query (an unknown application state, an invalid queue name), 405 for any method but
-GET (and HEAD, which HTTP ties to GET).
+404 for an unknown partition, queue, application, node, user, group or path, 400 for a
+malformed path or query (an unknown application state, an invalid queue, user or group
+name), 405 for any method but GET (and HEAD, which HTTP ties to GET), or but POST for
+validate-conf.
 
 The health check (``scheduler.daemon._health``) and the metrics (``scheduler.daemon._metrics``) are
 plain functions of a state dump, so each can be tested on a doctored dump; the OpenAPI
@@ -51,11 +56,19 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from scheduler._errors import NotFoundError, SchedulerError
-from scheduler.config._parser import QUEUE_NAME_RE
+from scheduler.config._parser import QUEUE_NAME_RE, parse_config
 from scheduler.core import DEFAULT_SUBSCRIBER_LIMIT, AppState, Core, Subscription, event_record
+from scheduler.daemon._dashboard import cluster_info, node_utilization
 from scheduler.daemon._health import Dump, health_status, partition_name
 from scheduler.daemon._metrics import CoreCollector
-from scheduler.daemon._openapi import ACTIVE_STATUSES, APPLICATION_STATES, openapi_document
+from scheduler.daemon._openapi import (
+    ACTIVE_STATUSES,
+    APPLICATION_STATES,
+    GROUP_NAME_RE,
+    POST_PATHS,
+    USER_NAME_RE,
+    openapi_document,
+)
 
 __all__ = ["aggregated_state", "make_app"]
 
@@ -78,7 +91,7 @@ def make_app(core: Core) -> Starlette:
     page = Route("/", _page, methods=["GET"], include_in_schema=False)  # not in the OpenAPI doc
     app = Starlette(
         routes=[
-            *(Route(path, getattr(api, name), methods=["GET"]) for path, name in _ROUTES),
+            *(Route(path, getattr(api, name), methods=_methods(path)) for path, name in _ROUTES),
             page,
         ],
         exception_handlers={
@@ -91,7 +104,16 @@ def make_app(core: Core) -> Starlette:
     return app
 
 
+def _methods(path: str) -> list[str]:
+    return ["POST"] if path in POST_PATHS else ["GET"]
+
+
 _ROUTES: Final = (
+    ("/ws/v1/clusters", "clusters"),
+    ("/ws/v1/validate-conf", "validate_conf"),
+    ("/ws/v1/history/apps", "history_apps"),
+    ("/ws/v1/history/containers", "history_containers"),
+    ("/ws/v1/scheduler/node-utilizations", "node_utilizations"),
     ("/ws/v1/partitions", "partitions"),
     ("/ws/v1/partition/{partition}/queues", "queues"),
     ("/ws/v1/partition/{partition}/queue/{queue}", "queue"),
@@ -106,6 +128,8 @@ _ROUTES: Final = (
     ("/ws/v1/partition/{partition}/node/{node:path}", "node"),
     ("/ws/v1/partition/{partition}/usage/users", "user_usage"),
     ("/ws/v1/partition/{partition}/usage/groups", "group_usage"),
+    ("/ws/v1/partition/{partition}/usage/user/{user:path}", "one_user_usage"),
+    ("/ws/v1/partition/{partition}/usage/group/{group:path}", "one_group_usage"),
     ("/ws/v1/partition/{partition}/preemptions", "preemptions"),
     ("/ws/v1/fullstatedump", "full_state_dump"),
     ("/ws/v1/config", "config"),
@@ -131,6 +155,37 @@ class _Api:
         endpoint reads, never the whole state dump (a 404 for an unknown partition)."""
         core, name = self.core, request.path_params["partition"]
         return await core.query(name, kind)
+
+    async def clusters(self, request: Request) -> Response:
+        rms = await self.core.get_resource_managers()
+        start = self.core.start_time
+        return JSONResponse([cluster_info(p, rms, start) for p in await self.core.get_partitions()])
+
+    async def validate_conf(self, request: Request) -> Response:
+        body = await request.body()
+        try:
+            parse_config(body.decode("utf-8"))
+        except UnicodeDecodeError as exc:
+            return JSONResponse({"allowed": False, "reason": f"the body is not UTF-8: {exc}"})
+        except SchedulerError as exc:
+            return JSONResponse({"allowed": False, "reason": str(exc)})
+        except RecursionError:  # the YAML reader recurses per level of nesting
+            return JSONResponse({"allowed": False, "reason": "the document is nested too deeply"})
+        return JSONResponse({"allowed": True, "reason": ""})
+
+    async def history_apps(self, request: Request) -> Response:
+        return JSONResponse(self.core.history.applications())
+
+    async def history_containers(self, request: Request) -> Response:
+        return JSONResponse(self.core.history.containers())
+
+    async def node_utilizations(self, request: Request) -> Response:
+        out = []
+        for part in await self.core.get_partitions():
+            with contextlib.suppress(NotFoundError):  # gone since it was listed
+                nodes = await self.core.get_nodes(part["name"])
+                out.append(node_utilization(part["clusterId"], part["name"], nodes))
+        return JSONResponse(out)
 
     async def partitions(self, request: Request) -> Response:
         parts = await self.core.get_partitions()
@@ -194,6 +249,20 @@ class _Api:
 
     async def group_usage(self, request: Request) -> Response:
         return JSONResponse(await self.core.get_group_usage(request.path_params["partition"]))
+
+    async def one_user_usage(self, request: Request) -> Response:
+        name = request.path_params["user"]
+        if not USER_NAME_RE.fullmatch(name):
+            raise HTTPException(400, "Invalid user name")
+        users = await self.core.get_user_usage(request.path_params["partition"])
+        return JSONResponse(_named(users, "userName", name, "User not found"))
+
+    async def one_group_usage(self, request: Request) -> Response:
+        name = request.path_params["group"]
+        if not GROUP_NAME_RE.fullmatch(name):
+            raise HTTPException(400, "Invalid group name")
+        groups = await self.core.get_group_usage(request.path_params["partition"])
+        return JSONResponse(_named(groups, "groupName", name, "Group not found"))
 
     async def preemptions(self, request: Request) -> Response:
         return JSONResponse(await self._part(request, "preemptions"))
@@ -329,6 +398,14 @@ def _uint(request: Request, name: str, default: int) -> int:
     return int(text)
 
 
+def _named(entries: list[Any], key: str, name: str, missing: str) -> Any:
+    """The entry of ``entries`` whose ``key`` is ``name``, or a 404 with YuniKorn's message."""
+    for entry in entries:
+        if entry[key] == name:
+            return entry
+    raise HTTPException(404, missing)
+
+
 def _queue_path(request: Request) -> str:
     """The ``{queue}`` of the path, checked as YuniKorn's ``validateQueue`` does."""
     path: str = request.path_params["queue"]
@@ -440,7 +517,8 @@ def _error(status: int, message: str, description: str, headers: Any = None) -> 
 async def _http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
     if exc.status_code == 405:
-        detail = f"{request.method} is not allowed: the API is read-only (GET)"
+        allowed = "POST" if request.url.path in POST_PATHS else "GET"
+        detail = f"{request.method} is not allowed: {request.url.path} answers {allowed} only"
         return _error(405, "Method Not Allowed", detail, exc.headers)
     if exc.status_code == 404 and exc.detail == "Not Found":
         return _error(404, "Not Found", f"no such path: {request.url.path}")

@@ -12,16 +12,30 @@ from typing import TYPE_CHECKING
 # The names YuniKorn's configuration and ACLs accept (configs.QueueNameRegExp,
 # security.userNameRegExp/groupRegExp) and the characters that make a filter entry a
 # regular expression (configs.SpecialRegExp): one definition, in the configuration parser.
-from scheduler.config._parser import GROUP_NAME_RE, QUEUE_NAME_RE, SPECIAL_RE, USER_NAME_RE
+from scheduler.config._parser import (
+    GROUP_NAME_RE,
+    QUEUE_NAME_RE,
+    SPECIAL_RE,
+    USER_NAME_RE,
+    ChildTemplate,
+)
 from scheduler.objects._queue import Queue, QueueStatus
 from scheduler.objects._resources import Res, fits_under_max
 
 if TYPE_CHECKING:
-    from scheduler.config._parser import ChildTemplate, Filter, PlacementRule, QueueConfig
+    from scheduler.config._parser import Filter, PlacementRule, QueueConfig
     from scheduler.objects._application import Application
     from scheduler.objects._partition import PartitionState
 
-__all__ = ["acl_allows", "filter_allows", "gang_problem", "place", "qualify", "show"]
+__all__ = [
+    "acl_allows",
+    "child_template",
+    "filter_allows",
+    "gang_problem",
+    "place",
+    "qualify",
+    "show",
+]
 
 
 def place(p: PartitionState, app: Application, created: list[Queue]) -> tuple[Queue | None, str]:
@@ -151,7 +165,7 @@ def _create_dynamic(p: PartitionState, path: str, created: list[Queue]) -> Queue
     for i, part in enumerate(missing, start=1):
         leaf = i == len(missing)
         child = Queue(part, parent, leaf=leaf, dynamic=True)
-        template = _child_template(p, parent) if leaf else None
+        template = child_template(p, parent) if leaf else None
         if template is None:
             child.configure(max_resources={}, guaranteed={}, properties={})
         else:
@@ -167,13 +181,15 @@ def _create_dynamic(p: PartitionState, path: str, created: list[Queue]) -> Queue
     return parent
 
 
-def _child_template(p: PartitionState, parent: Queue) -> ChildTemplate | None:
+def child_template(p: PartitionState, parent: Queue) -> ChildTemplate | None:
     """The ``childtemplate`` of ``parent`` or, failing that, of the nearest configured
-    queue above it that has one."""
+    queue above it that has one. An empty template is none: YuniKorn's
+    ``template.FromConf`` makes no template of it, and the queue inherits its parent's."""
     for q in parent.chain:
         conf = _queue_config(p.config.queue, q.path)
-        if conf is not None and conf.child_template is not None:
-            return conf.child_template
+        template = conf.child_template if conf is not None else None
+        if template is not None and template != ChildTemplate():
+            return template
     return None
 
 

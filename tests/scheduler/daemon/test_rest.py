@@ -177,8 +177,8 @@ async def test_every_route_is_in_the_openapi_document_and_back(s: Scenario) -> N
     pages = {r.path_format for r in app.routes if isinstance(r, Route) and not r.include_in_schema}
     assert pages == {"/"}  # the status page, outside the API
     for path, item in DOC["paths"].items():
-        assert set(item) == {"get"}
-        op = item["get"]
+        assert set(item) == ({"post"} if path == "/ws/v1/validate-conf" else {"get"})
+        (op,) = item.values()
         in_path = {p["name"] for p in op["parameters"] if p["in"] == "path"}
         assert {f"{{{name}}}" for name in in_path} == {
             part for part in path.split("/") if part.startswith("{")
@@ -514,9 +514,23 @@ async def test_only_get_is_allowed(busy: Scenario, client: httpx.AsyncClient, me
         assert r.json() == {
             "status_code": 405,
             "message": "Method Not Allowed",
-            "description": f"{method} is not allowed: the API is read-only (GET)",
+            "description": f"{method} is not allowed: {path} answers GET only",
         }
         assert "GET" in r.headers["allow"]
+
+
+@pytest.mark.parametrize("method", ["GET", "HEAD", "PUT", "DELETE"])
+@pytest.mark.asyncio
+async def test_validate_conf_answers_post_only(client: httpx.AsyncClient, method: str) -> None:
+    """YuniKorn's routes.go registers validate-conf for POST alone: any other method is a 405
+    (a YAPIError; none for HEAD, which has no body)."""
+    r = await client.request(method, "/ws/v1/validate-conf")
+    assert r.status_code == 405
+    assert r.headers["allow"] == "POST"
+    if method != "HEAD":
+        assert r.json()["description"] == (
+            f"{method} is not allowed: /ws/v1/validate-conf answers POST only"
+        )
 
 
 @pytest.mark.asyncio
@@ -851,8 +865,9 @@ def test_counters_count_per_flush_and_pass() -> None:
 async def test_actor_metrics(busy: Scenario, client: httpx.AsyncClient) -> None:
     m = await scrape(client)
     live = m["yunikorn_actor_live"]
-    assert {dict(k)["kind"] for k in live} == {"callback", "partition", "queue", "app"}
+    assert {dict(k)["kind"] for k in live} == {"callback", "partition", "queue", "app", "other"}
     assert live[(("kind", "partition"),)] == 1
+    assert live[(("kind", "other"),)] == 1  # the core's own: its history collector
     assert live[(("kind", "queue"),)] == 5  # root, a, b, b.c, default
     assert all(v == 0 for v in m["yunikorn_actor_mailbox_depth"].values())  # settled
     assert m["yunikorn_actor_messages_processed"][(("kind", "partition"),)] > 0

@@ -1,5 +1,5 @@
 """A property test of the REST API against its OpenAPI document (scheduler.daemon._openapi):
-schemathesis generates requests for every GET operation from the document, path values
+schemathesis generates requests for every operation from the document, path values
 mixed with the ids a real in-process core holds (nodes, applications, a gang, queues), and
 checks every answer against the document: no 5xx, a documented status code, content type
 and headers, and a body that conforms to the schema.
@@ -63,11 +63,12 @@ ACROSS_PARAMETERS = {"/ws/v1/partition/{partition}/applications/{state}"}
 # Values the core knows, mixed into the generated path parameters so the 200s are reached:
 # half the cases take a whole row (values that belong together), the others mix
 # generated values with known ones, one parameter at a time.
+_ROW: dict[str, str] = {"partition": "default", "user": "alice", "group": "devs"}
 ROWS: list[dict[str, str]] = [
-    {"partition": "default", "queue": "root.a", "application": "app-1", "node": "n1"},
-    {"partition": "default", "queue": "root.b.c", "application": "spark", "node": "n2"},
-    {"partition": "default", "queue": "root.default", "application": "p-1", "node": "n3"},
-    {"partition": "default", "queue": "root.a", "application": "old", "node": "n1"},
+    {**_ROW, "queue": "root.a", "application": "app-1", "node": "n1"},
+    {**_ROW, "queue": "root.b.c", "application": "spark", "node": "n2"},
+    {**_ROW, "queue": "root.default", "application": "p-1", "node": "n3"},
+    {**_ROW, "queue": "root.a", "application": "old", "node": "n1"},
 ]
 STATES = ["active", "rejected", "completed"]
 KNOWN: dict[str, list[str]] = {
@@ -76,7 +77,15 @@ KNOWN: dict[str, list[str]] = {
     "application": ["big", "lost", "nosuch", *(r["application"] for r in ROWS)],
     "node": ["nosuch", *(r["node"] for r in ROWS)],
     "state": ["Active", "running", *STATES],
+    "user": ["alice", "nobody", "bob", "9lives"],
+    "group": ["devs", "ops", "-ops"],
 }
+# test_rest's queues, and a limit that lists the group devs in the group usage.
+CONFIG = QUEUES.replace(
+    '        submitacl: "*"\n',
+    '        submitacl: "*"\n        limits:\n          - limit: devs\n'
+    "            groups: [devs]\n            maxapplications: 9\n",
+)
 
 
 async def build(s: Scenario) -> None:
@@ -104,7 +113,7 @@ class Api:
 
     def __init__(self) -> None:
         self.runner = asyncio.Runner()
-        self._scenario = start_scenario(QUEUES)
+        self._scenario = start_scenario(CONFIG)
         self.s = self.runner.run(self._scenario.__aenter__())
         self.runner.run(build(self.s))
         transport = httpx.ASGITransport(app=make_app(in_process(self.s)))
@@ -120,6 +129,7 @@ class Api:
                 kwargs["url"],
                 params=kwargs.get("params"),
                 headers=kwargs.get("headers"),
+                content=kwargs.get("data"),
             )
         )
         self.calls += 1
