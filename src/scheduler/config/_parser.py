@@ -43,13 +43,12 @@ Behaviour taken from YuniKorn (see the module's tests for each rule):
   its queue's ``maxapplications`` and ``max``; a user's or group's limit stays within its
   limit of the same name on every queue above. A partition's ``limits`` are its root
   queue's (YuniKorn 1.5); both may be set only when they are equal;
-* ``application.sort.policy`` is not validated: YuniKorn logs an unknown value and uses
-  ``fifo`` (see :attr:`QueueConfig.application_sort_policy`); nor are
-  ``application.sort.priority``, ``priority.policy`` and ``priority.offset``: a queue logs
-  a bad value and uses the default (``enabled``, ``default``, ``0``; see
-  ``scheduler.objects._priority``); nor ``preemption.policy`` and ``preemption.delay``
-  (``default``, ``30s``), which ``scheduler check-config`` reports, with the other
-  properties of ``scheduler.config._properties``;
+* queue property values are not validated: a queue logs a value it cannot read and uses
+  the default, as YuniKorn does (``application.sort.policy``: ``fifo``, see
+  :attr:`QueueConfig.application_sort_policy`; ``application.sort.priority``: ``enabled``;
+  ``priority.policy``: ``default``; ``priority.offset``: ``0``; ``preemption.policy``:
+  ``default``; ``preemption.delay``: ``30s``). ``scheduler check-config`` reports each of
+  them with the core's own readers (``scheduler.config._properties``);
 * ``preemption.enabled`` absent (or null) is true, as in YuniKorn 1.3+;
 * ``statedumpfilepath`` is accepted and ignored (deprecated since v1.2.0).
 """
