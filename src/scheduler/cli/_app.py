@@ -387,11 +387,12 @@ def _print_problems(out: Console, name: str, result: CheckResult) -> None:
     for p in result.problems:
         where = f"{name}:{p.line}:{p.column}" if p.line else name
         out.print(f"{where}: {p.message}", soft_wrap=True)
-    out.print(
-        f"{_plural(len(result.problems), 'problem')} in {name} "
-        "(a queue whose own entry is broken is not looked into)",
-        soft_wrap=True,
+    note = (
+        "(a queue whose own entry is broken is not looked into)"
+        if result.readable
+        else "(the rest of the file is checked once its YAML can be read)"
     )
+    out.print(f"{_plural(len(result.problems), 'problem')} in {name} {note}", soft_wrap=True)
 
 
 def _print_summary(out: Console, name: str, result: CheckResult) -> None:

@@ -144,6 +144,7 @@ from scheduler.config._reader import (
 from scheduler.config._reader import (
     uint as _uint,
 )
+from scheduler.config._syntax import explain
 
 _T = TypeVar("_T")
 
@@ -191,7 +192,7 @@ def parse_config(text: str) -> SchedulerConfig:
     try:
         document = yaml.compose(source, Loader=yaml.SafeLoader)
     except yaml.YAMLError as exc:
-        raise ConfigError(f"invalid YAML: {exc}") from None
+        raise ConfigError(str(explain(exc, source))) from None
     if document is None:
         raise ConfigError("at least one partition must be defined (the configuration is empty)")
     top = _mapping(document, "", _SCHEDULER_KEYS)

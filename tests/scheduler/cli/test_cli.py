@@ -234,7 +234,11 @@ def test_check_config_places_a_yaml_syntax_error(
     path = tmp_path / "queues.yaml"
     path.write_text("partitions:\n  - name: x\n    queues: [\n")
     assert main(["check-config", str(path)]) == 1
-    assert capsys.readouterr().out.startswith(f"{path}:4:1: invalid YAML: ")
+    assert capsys.readouterr().out.splitlines() == [
+        f"{path}:4:1: invalid YAML: the file ends where a value is expected: complete the "
+        "value, or close the open '[' or '{'",
+        f"1 problem in {path} (the rest of the file is checked once its YAML can be read)",
+    ]
 
 
 @pytest.mark.parametrize("name", ["missing.yaml", "."])
