@@ -388,7 +388,7 @@ def _print_problems(out: Console, name: str, result: CheckResult) -> None:
         where = f"{name}:{p.line}:{p.column}" if p.line else name
         out.print(f"{where}: {p.message}", soft_wrap=True)
     note = (
-        "(a queue whose own entry is broken is not looked into)"
+        "(a queue with a problem of its own is left out of the checks across queues)"
         if result.readable
         else "(the rest of the file is checked once its YAML can be read)"
     )

@@ -2,10 +2,12 @@
 its line and column.
 
 The parser (``scheduler.config._parser``) collects problems here instead of stopping at the
-first: each partition is parsed on its own, and within it a broken queue, placement rule,
-limits list or whole-tree check is recorded and left out while its siblings are checked on
-(a queue whose own entry is broken hides its children's problems); a problem that names a
-queue but no line (a quota check over the whole tree) is placed at that queue's entry. The
+first: each partition is parsed on its own, and within it each field of a queue, placement
+rule, child template or the partition is checked on its own (every unknown key, every bad
+quantity), and the queues below a broken one too. A queue entry with a problem of its own
+is then left out of the checks across queues (quota sums, limits), which would judge it by
+values it does not have; a problem such a check finds names a queue but no line, and is
+placed at that queue's entry. Problems are listed in file order. The
 final word is always :func:`scheduler.config._parser.parse_config`'s: a file is valid only
 when the core would take it. A YAML syntax error stops the check: it is the one problem, in
 plain words (``scheduler.config._syntax``). A queue property value the core takes but cannot

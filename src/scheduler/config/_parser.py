@@ -277,18 +277,40 @@ _PREEMPTION_KEYS: Final = frozenset({"enabled"})
 
 
 # ============================================================================ parsing
+_ACLS: Final = ("submitacl", "adminacl")
+
+
+class _BrokenEntry(Exception):
+    """A queue entry whose own problems are all recorded: it is left out of the tree."""
+
+
 class _Parser:
     """Builds one partition; ``self.where`` names the partition in validation messages.
 
-    With a ``problems`` list the parser goes on after a problem where the rest stays
-    meaningful (``scheduler check-config``): a queue, a placement rule, the partition's
-    limits, node sort policy or a whole-tree check that fails is recorded and left out, and
-    the parse goes on with its siblings. Without one, the first problem raises.
+    With a ``problems`` list the parser goes on after a problem (``scheduler check-config``):
+    each field of a partition, queue, child template or placement rule is read on its own,
+    a problem recorded and a neutral value used, and a queue's children are read even when
+    it has problems. A queue entry with a problem of its own is left out of its parent
+    (``_BrokenEntry``), so the checks across queues never see the neutral values; a property
+    value the core would default is recorded but does not count. Without a list, the first
+    problem raises.
     """
 
     def __init__(self, problems: list[ConfigError] | None = None) -> None:
         self.where = "partition"
         self.problems = problems
+        self.values_refused = 0  # of those problems, property values the core would default
+
+    def _found(self) -> int:
+        """Problems found so far that make an entry broken: not a property value the core
+        takes (and defaults)."""
+        return len(self.problems) - self.values_refused if self.problems is not None else 0
+
+    def _report(self, problem: ConfigError) -> None:
+        """Raise ``problem``, or (collecting problems) record it and go on."""
+        if self.problems is None:
+            raise problem
+        self.problems.append(problem)
 
     def _attempt(self, step: Callable[[], _T], fallback: _T) -> _T:
         """``step()``, or (collecting problems) ``fallback`` once its problem is recorded."""
@@ -305,15 +327,21 @@ class _Parser:
         name = peeked if peeked and peeked.lower() != DEFAULT_PARTITION else DEFAULT_PARTITION
         path = f"partitions[{name if peeked is not None else index}]"
         self.where = f"partition {name!r}"
-        m = _mapping(node, path, _PARTITION_KEYS)
-        _str(m.get("name"), _join(path, "name"))
-        if _is_null(m.get("queues")):
-            raise _fail(path, node, f"{self.where}: queue config is not set (key 'queues')")
-        root = self._root(_seq(m.get("queues"), _join(path, "queues")), _join(path, "queues"))
-        self._attempt(lambda: self._check_resources(root, None, root.name), None)
-        rule_nodes = _seq(m.get("placementrules"), f"{path}.placementrules")
+        m = _mapping(node, path, _PARTITION_KEYS, self.problems)
+        self._attempt(lambda: _str(m.get("name"), _join(path, "name")), "")
+        try:
+            whole = self._attempt(partial(self._partition_root, m, path, node), None)
+        except _BrokenEntry:
+            whole = None
+        tree = whole is not None  # checks across queues: only on a tree whose root is whole
+        root = whole or QueueConfig(name=ROOT_QUEUE, parent=True)
+        if tree:
+            self._attempt(lambda: self._check_resources(root, None, root.name), None)
+        rules_path = _join(path, "placementrules")
+        no_nodes: list[Node] = []
+        rule_nodes = self._attempt(lambda: _seq(m.get("placementrules"), rules_path), no_nodes)
         attempts = (
-            self._attempt(partial(self._rule, rule_node, f"{path}.placementrules[{i}]"), None)
+            self._attempt(partial(self._rule, rule_node, f"{rules_path}[{i}]"), None)
             for i, rule_node in enumerate(rule_nodes)
         )
         rules = tuple(rule for rule in attempts if rule is not None)
@@ -322,20 +350,24 @@ class _Parser:
         limits = self._attempt(
             partial(parse_limits, m.get("limits"), limits_path, self.where, root), no_limits
         )
-        root = self._attempt(
-            lambda: partition_limits(root, limits, limits_path, m.get("limits", node), self.where),
-            root,
-        )
-        self._attempt(lambda: check_limit_hierarchy(root, root.name, {}, self.where), None)
+        if tree:
+            root = self._attempt(
+                lambda: partition_limits(
+                    root, limits, limits_path, m.get("limits", node), self.where
+                ),
+                root,
+            )
+            self._attempt(lambda: check_limit_hierarchy(root, root.name, {}, self.where), None)
         node_sort = self._attempt(
             lambda: self._node_sort(m.get("nodesortpolicy"), _join(path, "nodesortpolicy")),
             NodeSortPolicy(),
         )
-        preemption = _mapping(m.get("preemption"), _join(path, "preemption"), _PREEMPTION_KEYS)
-        enabled_node = preemption.get("enabled")  # absent is true (YuniKorn 1.3+)
-        enabled = _is_null(enabled_node) or _bool(enabled_node, _join(path, "preemption.enabled"))
-        state_dump = _str(m.get("statedumpfilepath"), _join(path, "statedumpfilepath"))
-        self._attempt(lambda: self._check_max_apps(root, root.name), None)
+        enabled = self._attempt(partial(self._preemption, m, path), True)
+        state_dump = self._attempt(
+            lambda: _str(m.get("statedumpfilepath"), _join(path, "statedumpfilepath")), ""
+        )
+        if tree:
+            self._attempt(lambda: self._check_max_apps(root, root.name), None)
         return PartitionConfig(
             name=name,
             queue=root,
@@ -345,6 +377,19 @@ class _Parser:
             limits=limits,
             state_dump_file_path=state_dump,
         )
+
+    def _partition_root(self, m: dict[str, Node], path: str, node: Node) -> QueueConfig:
+        if _is_null(m.get("queues")):
+            raise _fail(path, node, f"{self.where}: queue config is not set (key 'queues')")
+        return self._root(_seq(m.get("queues"), _join(path, "queues")), _join(path, "queues"))
+
+    def _preemption(self, m: dict[str, Node], path: str) -> bool:
+        """``preemption.enabled``: absent (or null) is true (YuniKorn 1.3+)."""
+        preemption = _mapping(
+            m.get("preemption"), _join(path, "preemption"), _PREEMPTION_KEYS, self.problems
+        )
+        node = preemption.get("enabled")
+        return _is_null(node) or _bool(node, _join(path, "preemption.enabled"))
 
     # ------------------------------------------------------------------------ queues
     def _root(self, nodes: list[Node], path: str) -> QueueConfig:
@@ -362,21 +407,23 @@ class _Parser:
             original = _peek_name(node) or ""
             lowered = original.lower()
             if lowered in seen:
-                duplicate = _fail(
-                    path,
-                    node,
-                    f"{self.where}: duplicate queue name {original!r} under queue "
-                    f"{parent_path!r} (names are compared ignoring case; "
-                    f"{seen[lowered]!r} is already defined)",
+                self._report(
+                    _fail(
+                        path,
+                        node,
+                        f"{self.where}: duplicate queue name {original!r} under queue "
+                        f"{parent_path!r} (names are compared ignoring case; "
+                        f"{seen[lowered]!r} is already defined)",
+                    )
                 )
-                if self.problems is None:
-                    raise duplicate
-                self.problems.append(duplicate)
                 continue
-            child = self._attempt(
-                partial(self._queue, node, path, index, parent_path=parent_path), None
-            )
             seen[lowered] = original
+            try:
+                child = self._attempt(
+                    partial(self._queue, node, path, index, parent_path=parent_path), None
+                )
+            except _BrokenEntry:
+                child = None
             if child is not None:
                 children.append(child)
         return tuple(children)
@@ -384,76 +431,119 @@ class _Parser:
     def _queue(
         self, node: Node, list_path: str, index: int, parent_path: str | None
     ) -> QueueConfig:
+        """One queue entry. Collecting problems, each of its own fields is checked and the
+        children too; an entry with a problem of its own is then left out (``_BrokenEntry``)."""
         peeked = _peek_name(node)
         path = f"{list_path}[{peeked if peeked is not None else index}]"
-        m = _mapping(node, path, _QUEUE_KEYS)
-        raw_name = _str(m.get("name"), _join(path, "name"))
+        found = self._found()
+        m = _mapping(node, path, _QUEUE_KEYS, self.problems)
+        raw_name = self._attempt(lambda: _str(m.get("name"), _join(path, "name")), "")
         is_root = parent_path is None
         if not is_root and not QUEUE_NAME_RE.fullmatch(raw_name):
-            raise _fail(
-                _join(path, "name"),
-                m.get("name", node),
-                f"{self.where}: invalid queue name {raw_name!r} under queue {parent_path!r}: "
-                "a name must only have alphanumeric characters, - or _, "
-                "and be 1 to 64 characters long",
+            self._report(
+                _fail(
+                    _join(path, "name"),
+                    m.get("name", node),
+                    f"{self.where}: invalid queue name {raw_name!r} under queue "
+                    f"{parent_path!r}: a name must only have alphanumeric characters, - or _, "
+                    "and be 1 to 64 characters long",
+                )
             )
         name = raw_name.lower()
         queue_path = name if parent_path is None else f"{parent_path}.{name}"
         where = f"{self.where}, queue {queue_path!r}"
-
-        res_path = _join(path, "resources")
-        res = _mapping(m.get("resources"), res_path, _RESOURCES_KEYS)
-        if is_root and not (_is_null(res.get("guaranteed")) and _is_null(res.get("max"))):
-            raise _fail(
-                res_path,
-                m["resources"],
-                f"{where}: root queue must not have resource "
-                "limits set (resources.guaranteed / resources.max)",
-            )
-        guaranteed = _resources(res.get("guaranteed"), _join(res_path, "guaranteed"), where)
-        max_resources = _resources(res.get("max"), _join(res_path, "max"), where)
-
-        acls: dict[str, str] = {}
-        for key in ("submitacl", "adminacl"):
-            acl = _str(m.get(key), _join(path, key))
-            if len(acl.split()) > 2:
-                raise _fail(
-                    _join(path, key),
-                    m.get(key),
-                    f"{where}: invalid {key} {acl!r}: an ACL is 'users groups', multiple "
-                    "spaces found",
-                )
-            acls[key] = acl
-
+        guaranteed, max_resources = self._queue_resources(m, path, where, is_root)
+        acls = {key: self._attempt(partial(self._acl, m, path, key, where), "") for key in _ACLS}
+        in_children = self._found()
         children = self._children(
-            _seq(m.get("queues"), _join(path, "queues")), _join(path, "queues"), queue_path
+            self._attempt(lambda: _seq(m.get("queues"), _join(path, "queues")), []),
+            _join(path, "queues"),
+            queue_path,
         )
+        below = self._found() - in_children
         conf = QueueConfig(
             name=name,
-            parent=is_root or bool(children) or _bool(m.get("parent"), _join(path, "parent")),
+            parent=is_root
+            or bool(children)
+            or self._attempt(lambda: _bool(m.get("parent"), _join(path, "parent")), False),
             max_resources=max_resources,
             guaranteed=guaranteed,
-            properties=self._properties(m.get("properties"), _join(path, "properties"), where),
+            properties=self._attempt(
+                lambda: self._properties(m.get("properties"), _join(path, "properties"), where),
+                {},
+            ),
             submit_acl=acls["submitacl"],
             admin_acl=acls["adminacl"],
-            max_applications=_uint(m.get("maxapplications"), _join(path, "maxapplications")),
+            max_applications=self._attempt(
+                lambda: _uint(m.get("maxapplications"), _join(path, "maxapplications")), 0
+            ),
             queues=children,
-            child_template=self._template(
-                m.get("childtemplate"), _join(path, "childtemplate"), f"{where}, childtemplate"
+            child_template=self._attempt(
+                lambda: self._template(
+                    m.get("childtemplate"), _join(path, "childtemplate"), f"{where}, childtemplate"
+                ),
+                None,
             ),
         )
-        limits = parse_limits(m.get("limits"), _join(path, "limits"), where, conf)
+        no_limits: tuple[Limit, ...] = ()
+        limits = self._attempt(
+            partial(parse_limits, m.get("limits"), _join(path, "limits"), where, conf), no_limits
+        )
+        if self._found() - found > below:
+            raise _BrokenEntry  # its problems are recorded; its children's too
         return msgspec.structs.replace(conf, limits=limits) if limits else conf
 
-    def _template(self, node: Node | None, path: str, where: str) -> ChildTemplate | None:
-        m = _mapping(node, path, _TEMPLATE_KEYS)
+    def _queue_resources(
+        self, m: dict[str, Node], path: str, where: str, is_root: bool
+    ) -> tuple[dict[str, int], dict[str, int]]:
+        """``resources.guaranteed`` and ``resources.max`` of a queue entry."""
         res_path = _join(path, "resources")
-        res = _mapping(m.get("resources"), res_path, _RESOURCES_KEYS)
+        res: dict[str, Node] = self._attempt(
+            lambda: _mapping(m.get("resources"), res_path, _RESOURCES_KEYS, self.problems), {}
+        )
+        if is_root and not (_is_null(res.get("guaranteed")) and _is_null(res.get("max"))):
+            self._report(
+                _fail(
+                    res_path,
+                    m["resources"],
+                    f"{where}: root queue must not have resource "
+                    "limits set (resources.guaranteed / resources.max)",
+                )
+            )
+        return (
+            self._resources(res.get("guaranteed"), _join(res_path, "guaranteed"), where),
+            self._resources(res.get("max"), _join(res_path, "max"), where),
+        )
+
+    def _resources(self, node: Node | None, path: str, where: str) -> dict[str, int]:
+        return self._attempt(lambda: _resources(node, path, where, self.problems), {})
+
+    def _acl(self, m: dict[str, Node], path: str, key: str, where: str) -> str:
+        acl = _str(m.get(key), _join(path, key))
+        if len(acl.split()) > 2:
+            raise _fail(
+                _join(path, key),
+                m.get(key),
+                f"{where}: invalid {key} {acl!r}: an ACL is 'users groups', multiple spaces found",
+            )
+        return acl
+
+    def _template(self, node: Node | None, path: str, where: str) -> ChildTemplate | None:
+        m = _mapping(node, path, _TEMPLATE_KEYS, self.problems)
+        res_path = _join(path, "resources")
+        res: dict[str, Node] = self._attempt(
+            lambda: _mapping(m.get("resources"), res_path, _RESOURCES_KEYS, self.problems), {}
+        )
         template = ChildTemplate(
-            max_applications=_uint(m.get("maxapplications"), _join(path, "maxapplications")),
-            properties=self._properties(m.get("properties"), _join(path, "properties"), where),
-            max_resources=_resources(res.get("max"), _join(res_path, "max"), where),
-            guaranteed=_resources(res.get("guaranteed"), _join(res_path, "guaranteed"), where),
+            max_applications=self._attempt(
+                lambda: _uint(m.get("maxapplications"), _join(path, "maxapplications")), 0
+            ),
+            properties=self._attempt(
+                lambda: self._properties(m.get("properties"), _join(path, "properties"), where),
+                {},
+            ),
+            max_resources=self._resources(res.get("max"), _join(res_path, "max"), where),
+            guaranteed=self._resources(res.get("guaranteed"), _join(res_path, "guaranteed"), where),
         )
         if template == ChildTemplate():
             return None  # YuniKorn treats an empty template as no template
@@ -472,6 +562,7 @@ class _Parser:
             try:
                 reader.read(properties[key])
             except ValueError as exc:
+                self.values_refused += 1
                 self.problems.append(
                     _fail(
                         _join(path, key),

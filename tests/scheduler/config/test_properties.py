@@ -136,7 +136,7 @@ def test_good_preemption_values_are_no_problem() -> None:
     assert check_config(text).problems == []
 
 
-def test_a_broken_queue_entry_hides_its_property_values() -> None:
+def test_a_broken_queue_entry_still_has_its_property_values_checked() -> None:
     text = """\
 partitions:
   - name: default
@@ -148,14 +148,16 @@ partitions:
             properties:
               preemption.policy: sometimes
 """
-    (problem,) = check_config(text).problems
-    assert problem == Problem(
+    unknown, policy = check_config(text).problems
+    assert unknown == Problem(
         "partitions[default].queues[root].queues[a].maxapps: unknown key 'maxapps' "
         "(allowed: adminacl, childtemplate, limits, maxapplications, name, parent, "
         "properties, queues, resources, submitacl)",
         7,
         13,
     )
+    assert (policy.line, policy.column) == (9, 34)
+    assert "preemption.policy 'sometimes' is not valid" in policy.message
 
 
 # ======================================================= priority and sort properties
