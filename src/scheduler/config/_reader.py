@@ -16,7 +16,7 @@ from yaml.constructor import SafeConstructor
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from scheduler._errors import ConfigError
-from scheduler.config._quantity import QuantityError, parse_resource_conf
+from scheduler.config._quantity import QuantityError, format_resources, parse_resource_conf
 
 __all__ = [
     "UINT64_MAX",
@@ -218,4 +218,5 @@ def peek_name(node: Node) -> str | None:
 
 
 def fmt(res: Mapping[str, int]) -> str:
-    return "{" + ", ".join(f"{k}: {v}" for k, v in sorted(res.items())) + "}"
+    """A resource map in a message: ``{memory: 8Gi, vcore: 4}`` (``format_resources``)."""
+    return "{" + format_resources(res) + "}"

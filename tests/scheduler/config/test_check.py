@@ -153,7 +153,7 @@ partitions:
 """
     quota, policy = check_config(text).problems
     assert (quota.line, quota.column) == (8, 17)  # a check across queues: at the queue's entry
-    assert "queue 'root.p.c': maximum resource {vcore: 4000} is larger than the maximum" in (
+    assert "queue 'root.p.c': maximum resource {vcore: 4} is larger than the maximum" in (
         quota.message
     )
     assert (policy.line, "preemption.policy 'never' is not valid" in policy.message) == (9, True)
