@@ -6,8 +6,9 @@ first: each partition is parsed on its own, and within it each field of a queue,
 rule, child template or the partition is checked on its own (every unknown key, every bad
 quantity), and the queues below a broken one too. A queue entry with a problem of its own
 is then left out of the checks across queues (quota sums, limits), which would judge it by
-values it does not have; a problem such a check finds names a queue but no line, and is
-placed at that queue's entry. Problems are listed in file order. The
+values it does not have. Those checks report every queue that breaks them, not the first
+(a sum over a child with a problem is not checked); such a problem names a queue but no
+line, and is placed at that queue's entry. Problems are listed in file order. The
 final word is always :func:`scheduler.config._parser.parse_config`'s: a file is valid only
 when the core would take it. A YAML syntax error stops the check: it is the one problem, in
 plain words (``scheduler.config._syntax``). A queue property value the core takes but cannot

@@ -576,37 +576,62 @@ class _Parser:
     # ------------------------------------------------------------------------ resources
     def _check_resources(
         self, queue: QueueConfig, parent_max: dict[str, int] | None, path: str
-    ) -> dict[str, int]:
-        """YuniKorn's ``checkQueueResource``; returns the guaranteed the queue claims."""
+    ) -> dict[str, int] | None:
+        """YuniKorn's ``checkQueueResource``; returns the guaranteed the queue claims, or
+        (collecting problems) ``None`` when a problem here or below makes it unknown, so
+        that no sum above is checked with it."""
         where = f"{self.where}, queue {path!r}"
+        found = self._found()
         guaranteed, max_res = queue.guaranteed, queue.max_resources
         if not fits_under_max(max_res, guaranteed):
-            raise ConfigError(
-                f"{where}: guaranteed resource {_fmt(guaranteed)} is larger than maximum "
-                f"resource {_fmt(max_res)}"
+            self._report(
+                ConfigError(
+                    f"{where}: guaranteed resource {_fmt(guaranteed)} is larger than maximum "
+                    f"resource {_fmt(max_res)}"
+                )
             )
         if parent_max is not None and not fits_under_max(parent_max, max_res):
-            raise ConfigError(
-                f"{where}: maximum resource {_fmt(max_res)} is larger than the maximum "
-                f"resource {_fmt(parent_max)} of its parent"
+            self._report(
+                ConfigError(
+                    f"{where}: maximum resource {_fmt(max_res)} is larger than the maximum "
+                    f"resource {_fmt(parent_max)} of its parent"
+                )
             )
         effective_max = min_permissive(max_res, parent_max or {})
         children_guaranteed: dict[str, int] = {}
+        complete = True
         for child in queue.queues:
             claimed = self._check_resources(child, effective_max, f"{path}.{child.name}")
-            for key, value in claimed.items():
+            complete = complete and claimed is not None
+            for key, value in (claimed or {}).items():
                 children_guaranteed[key] = children_guaranteed.get(key, 0) + value
+        if complete:
+            self._check_children_guaranteed(where, guaranteed, effective_max, children_guaranteed)
+        if self._found() > found:
+            return None
+        return children_guaranteed if is_zero(guaranteed) else guaranteed
+
+    def _check_children_guaranteed(
+        self,
+        where: str,
+        guaranteed: dict[str, int],
+        effective_max: dict[str, int],
+        children_guaranteed: dict[str, int],
+    ) -> None:
         if not is_zero(guaranteed) and not fits_under_max(guaranteed, children_guaranteed):
-            raise ConfigError(
-                f"{where}: guaranteed resource {_fmt(guaranteed)} is smaller than the sum of "
-                f"the children's guaranteed resources {_fmt(children_guaranteed)}"
+            self._report(
+                ConfigError(
+                    f"{where}: guaranteed resource {_fmt(guaranteed)} is smaller than the sum "
+                    f"of the children's guaranteed resources {_fmt(children_guaranteed)}"
+                )
             )
         if not fits_under_max(effective_max, children_guaranteed):
-            raise ConfigError(
-                f"{where}: maximum resource {_fmt(effective_max)} is smaller than the sum of "
-                f"the children's guaranteed resources {_fmt(children_guaranteed)}"
+            self._report(
+                ConfigError(
+                    f"{where}: maximum resource {_fmt(effective_max)} is smaller than the sum "
+                    f"of the children's guaranteed resources {_fmt(children_guaranteed)}"
+                )
             )
-        return children_guaranteed if is_zero(guaranteed) else guaranteed
 
     def _check_max_apps(self, queue: QueueConfig, path: str) -> None:
         """YuniKorn's ``checkQueueMaxApplications``: below a parent that sets
@@ -616,9 +641,11 @@ class _Parser:
             limit = queue.max_applications
             if limit and (child.max_applications == 0 or child.max_applications > limit):
                 shown = child.max_applications or "unset (unlimited)"
-                raise ConfigError(
-                    f"{self.where}, queue {child_path!r}: maxapplications {shown} must be set "
-                    f"and not larger than the parent {path!r} maxapplications {limit}"
+                self._report(
+                    ConfigError(
+                        f"{self.where}, queue {child_path!r}: maxapplications {shown} must be "
+                        f"set and not larger than the parent {path!r} maxapplications {limit}"
+                    )
                 )
             self._check_max_apps(child, child_path)
 

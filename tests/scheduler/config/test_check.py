@@ -157,3 +157,36 @@ partitions:
         quota.message
     )
     assert (policy.line, "preemption.policy 'never' is not valid" in policy.message) == (9, True)
+
+
+def test_each_queue_breaking_a_check_across_queues_is_listed() -> None:
+    """``checkQueueResource`` and ``checkQueueMaxApplications`` stop at the first queue;
+    check-config goes on with its siblings, and leaves out a sum over a child it reported."""
+    text = """\
+partitions:
+  - queues:
+      - name: root
+        queues:
+          - name: p
+            maxapplications: 4
+            resources: {guaranteed: {vcore: 1}, max: {memory: 2Gi, vcore: 2}}
+            queues:
+              - name: c
+                maxapplications: 9
+                resources: {max: {memory: 3G}}
+              - name: d
+                maxapplications: 2
+                resources: {guaranteed: {memory: 512Mi, vcore: 3}, max: {memory: 256Mi}}
+          - name: q
+            resources: {guaranteed: {vcore: 2}, max: {vcore: 1}}
+"""
+    problems = check_config(text).problems
+    assert [(p.line, p.column) for p in problems] == [(9, 17), (9, 17), (12, 17), (15, 13)]
+    assert [p.message.split(": ", 1)[1] for p in problems] == [
+        "maximum resource {memory: 2.8Gi} is larger than the maximum resource "
+        "{memory: 2Gi, vcore: 2} of its parent",
+        "maxapplications 9 must be set and not larger than the parent 'root.p' maxapplications 4",
+        "guaranteed resource {memory: 512Mi, vcore: 3} is larger than maximum resource "
+        "{memory: 256Mi}",
+        "guaranteed resource {vcore: 2} is larger than maximum resource {vcore: 1}",
+    ]  # no "smaller than the sum of the children's" for p: its children's sum is unknown
