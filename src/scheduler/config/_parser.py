@@ -75,16 +75,10 @@ from scheduler.config._limits import (
     partition_limits,
 )
 from scheduler.config._model import (
-    APPLICATION_SORT_POLICY,
-    APPLICATION_SORT_PRIORITY,
     DEFAULT_PARTITION,
     DEFAULT_SCHEDULER_CONFIG,
     GROUP_NAME_RE,
     PLACEMENT_RULE_NAMES,
-    PREEMPTION_DELAY,
-    PREEMPTION_POLICY,
-    PRIORITY_OFFSET,
-    PRIORITY_POLICY,
     QUEUE_NAME_RE,
     ROOT_QUEUE,
     SPECIAL_RE,
@@ -98,7 +92,15 @@ from scheduler.config._model import (
     QueueConfig,
     SchedulerConfig,
 )
-from scheduler.config._properties import PROPERTY_READERS
+from scheduler.config._properties import (
+    APPLICATION_SORT_POLICY,
+    APPLICATION_SORT_PRIORITY,
+    PREEMPTION_DELAY,
+    PREEMPTION_POLICY,
+    PRIORITY_OFFSET,
+    PRIORITY_POLICY,
+    PROPERTY_READERS,
+)
 from scheduler.config._reader import (
     fail as _fail,
 )

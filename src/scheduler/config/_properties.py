@@ -5,32 +5,32 @@ YuniKorn does not validate queue properties: a queue that cannot read a value lo
 uses the default (``Queue.UpdateQueueProperties``), and so does the core. ``check-config``
 reports each value :data:`PROPERTY_READERS` cannot read, with its line and column, and the
 core logs each one for the queue that sets it. A property joins both by adding its reader
-there.
+there. The property names live here too, and the model's
+``QueueConfig.application_sort_policy`` reads with the same reader as the core's queues.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from typing import Final, NamedTuple, TypeVar
+from typing import Final, Literal, NamedTuple, TypeVar
 
 from scheduler.config._duration import parse_duration
-from scheduler.config._model import (
-    APPLICATION_SORT_POLICY,
-    APPLICATION_SORT_PRIORITY,
-    PREEMPTION_DELAY,
-    PREEMPTION_POLICY,
-    PRIORITY_OFFSET,
-    PRIORITY_POLICY,
-)
 
 __all__ = [
+    "APPLICATION_SORT_POLICY",
+    "APPLICATION_SORT_PRIORITY",
     "DEFAULT_PREEMPTION_DELAY",
+    "PREEMPTION_DELAY",
     "PREEMPTION_POLICIES",
+    "PREEMPTION_POLICY",
+    "PRIORITY_OFFSET",
     "PRIORITY_OFFSET_RANGE",
+    "PRIORITY_POLICY",
     "PROPERTY_READERS",
     "SORT_POLICIES",
     "PropertyReader",
+    "SortPolicyName",
     "application_sort_policy",
     "application_sort_priority",
     "preemption_delay",
@@ -40,8 +40,18 @@ __all__ = [
     "read_or_default",
 ]
 
+# Queue properties YuniKorn v1.2 understands (configvalidator.go constants) ...
+APPLICATION_SORT_POLICY: Final = "application.sort.policy"
+APPLICATION_SORT_PRIORITY: Final = "application.sort.priority"
+PRIORITY_POLICY: Final = "priority.policy"
+PRIORITY_OFFSET: Final = "priority.offset"
+# ... and those YuniKorn 1.3+ adds for preemption (configs.PreemptionPolicy, PreemptionDelay).
+PREEMPTION_POLICY: Final = "preemption.policy"
+PREEMPTION_DELAY: Final = "preemption.delay"
+
+SortPolicyName = Literal["fifo", "fair", "stateaware"]
 #: ``application.sort.policy`` values (YuniKorn's ``policies.SortPolicy``), the default first.
-SORT_POLICIES: Final = ("fifo", "fair", "stateaware")
+SORT_POLICIES: Final[tuple[SortPolicyName, ...]] = ("fifo", "fair", "stateaware")
 #: ``preemption.policy`` values (YuniKorn's ``policies.PreemptionPolicy``), the default first.
 PREEMPTION_POLICIES: Final = ("default", "fence", "disabled")
 #: ``preemption.delay`` when unset or unreadable (``configs.DefaultPreemptionDelay``), seconds.
@@ -54,15 +64,16 @@ _DECIMAL: Final = re.compile(r"[+-]?[0-9]+")
 _T = TypeVar("_T")
 
 
-def application_sort_policy(value: str) -> str:
+def application_sort_policy(value: str) -> SortPolicyName:
     """``fifo``, ``fair`` or ``stateaware``, exactly (lower case); empty is ``fifo``
     (YuniKorn's ``SortPolicyFromString``).
 
     Raises:
         ValueError: Any other value, ``FAIR`` too.
     """
-    if value in SORT_POLICIES:
-        return value
+    for policy in SORT_POLICIES:
+        if value == policy:
+            return policy
     if not value:
         return SORT_POLICIES[0]
     raise ValueError("expected fifo, fair or stateaware, in lower case")
