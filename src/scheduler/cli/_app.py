@@ -27,6 +27,7 @@ import scheduler
 from scheduler._errors import SchedulerError
 from scheduler.cli._demo import Report, Section, demo_steps, run_demo
 from scheduler.config._check import CheckResult, check_config
+from scheduler.config._quantity import format_resources
 from scheduler.daemon._native import Limits
 from scheduler.daemon._serve import DaemonOptions, run_daemon
 
@@ -387,11 +388,12 @@ def _print_problems(out: Console, name: str, result: CheckResult) -> None:
     for p in result.problems:
         where = f"{name}:{p.line}:{p.column}" if p.line else name
         out.print(f"{where}: {p.message}", soft_wrap=True)
-    out.print(
-        f"{_plural(len(result.problems), 'problem')} in {name} "
-        "(a queue whose own entry is broken is not looked into)",
-        soft_wrap=True,
+    note = (
+        "(a queue with a problem of its own is left out of the checks across queues)"
+        if result.readable
+        else "(the rest of the file is checked once its YAML can be read)"
     )
+    out.print(f"{_plural(len(result.problems), 'problem')} in {name} {note}", soft_wrap=True)
 
 
 def _print_summary(out: Console, name: str, result: CheckResult) -> None:
@@ -425,7 +427,7 @@ def demo(
     nodes: Annotated[
         int,
         typer.Option(
-            min=1, metavar="N", help="Nodes to register, each with 8,000 memory and 4 vcores."
+            min=1, metavar="N", help="Nodes to register, each with 8Gi of memory and 4 vcores."
         ),
     ] = 3,
     tasks: Annotated[
@@ -520,8 +522,8 @@ def _table(section: Section, max_rows: int) -> Table:
 
 
 def _cell(value: Any) -> str:
-    if isinstance(value, dict):
-        return " ".join(f"{k}={v}" for k, v in sorted(value.items())) or "-"
+    if isinstance(value, dict):  # a resource map: the units check-config and the page use
+        return format_resources(value, sep="=") or "-"
     return str(value)
 
 

@@ -19,13 +19,15 @@ from scheduler.testing import ManualClock, RecordingCallback
 __all__ = ["Report", "Section", "demo_steps", "run_demo"]
 
 RM: Final = "demo-rm"
+GI: Final = 1 << 30  # memory is in bytes; the tables show it in Gi and Mi
 NODE_BATCH: Final = 1_000  # nodes per NodeRequest: a large run shows progress while registering
 _STEPS: Final = 6  # steps after the node batches (see run_demo)
 
 
 @dataclass(frozen=True)
 class Section:
-    """One table: a title, the column names and the rows (cells are plain values or maps)."""
+    """One table: a title, the column names and the rows (cells are plain values or resource
+    maps, which the CLI shows with ``scheduler.config._quantity.format_resources``)."""
 
     title: str
     header: tuple[str, ...]
@@ -111,7 +113,7 @@ def _nodes(first: int, last: int) -> list[si.NodeInfo]:
         si.NodeInfo(
             node_id=f"node-{i}",
             action=si.ActionFromRM.CREATE,
-            schedulable_resource=si.Resource.of(memory=8_000, vcore=4_000),
+            schedulable_resource=si.Resource.of(memory=8 * GI, vcore=4_000),
         )
         for i in range(first, last)
     ]
@@ -125,7 +127,7 @@ def _applications(tasks: int) -> si.ApplicationRequest:
                 application_id="spark-etl",
                 queue_name="root.batch",
                 ugi=si.UserGroupInformation(user="demo"),
-                placeholder_ask=si.Resource.of(memory=1_000 * tasks, vcore=500 * tasks),
+                placeholder_ask=si.Resource.of(memory=GI * tasks, vcore=500 * tasks),
                 gang_scheduling_style="Soft",
             ),
             si.AddApplicationRequest(
@@ -162,7 +164,7 @@ def _asks(app: str, kind: str, n: int, *, placeholder: bool) -> list[si.Allocati
         si.AllocationAsk(
             allocation_key=f"{app}-{kind}-{i}",
             application_id=app,
-            resource_ask=si.Resource.of(memory=1_000, vcore=500),
+            resource_ask=si.Resource.of(memory=GI, vcore=500),
             max_allocations=1,
             task_group_name=group,
             placeholder=placeholder,

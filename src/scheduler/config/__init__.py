@@ -5,7 +5,8 @@ What it holds: the YAML reader that keeps line and column for every message
 configuration (``_model``: partitions, queues, placement rules, limits, as frozen structs),
 the parser that checks a document and builds the model (``_parser``), user and group limits
 (``_limits``), queue property values read one way for the core and the check
-(``_properties``), Go durations (``_duration``), ``scheduler check-config`` (``_check``),
+(``_properties``), Go durations (``_duration``), YAML syntax errors in plain words
+(``_syntax``), ``scheduler check-config`` (``_check``),
 and the core's timeouts with YuniKorn's defaults (``_timeouts``).
 
 It may import ``scheduler.si`` and ``scheduler._errors``; nothing here knows a queue

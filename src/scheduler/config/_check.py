@@ -2,13 +2,18 @@
 its line and column.
 
 The parser (``scheduler.config._parser``) collects problems here instead of stopping at the
-first: each partition is parsed on its own, and within it a broken queue, placement rule,
-limits list or whole-tree check is recorded and left out while its siblings are checked on
-(a queue whose own entry is broken hides its children's problems); a problem that names a
-queue but no line (a quota check over the whole tree) is placed at that queue's entry. The
-final word is always :func:`scheduler.config._parser.parse_config`'s: a file is valid only when the
-core would take it. A queue property value the core takes but cannot read (it logs it and uses
-the default, as YuniKorn does: ``scheduler.config._properties``) is a problem here too.
+first: each partition is parsed on its own, and within it each field of a queue, placement
+rule, child template or the partition is checked on its own (every unknown key, every bad
+quantity), and the queues below a broken one too. A queue entry with a problem of its own
+is then left out of the checks across queues (quota sums, limits), which would judge it by
+values it does not have. Those checks report every queue that breaks them, not the first
+(a sum over a child with a problem is not checked); such a problem names a queue but no
+line, and is placed at that queue's entry. Problems are listed in file order. The
+final word is always :func:`scheduler.config._parser.parse_config`'s: a file is valid only
+when the core would take it. A YAML syntax error stops the check: it is the one problem, in
+plain words (``scheduler.config._syntax``). A queue property value the core takes but cannot
+read (it logs it and uses the default, as YuniKorn does: ``scheduler.config._properties``) is
+a problem here too.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from scheduler.config._parser import (
     queue_paths,
 )
 from scheduler.config._reader import mapping, peek_name, seq
+from scheduler.config._syntax import explain
 
 __all__ = ["CheckResult", "Problem", "check_config"]
 
@@ -51,6 +57,7 @@ class CheckResult:
     problems: list[Problem] = field(default_factory=list)
     partitions: list[PartitionConfig] = field(default_factory=list)
     default: bool = False  # empty text: the core's built-in default configuration
+    readable: bool = True  # false: a YAML syntax error stopped the check at its place
 
     def queues(self) -> int:
         return sum(len(queue_paths(p)) for p in self.partitions)
@@ -62,19 +69,10 @@ def check_config(text: str) -> CheckResult:
     try:
         document = yaml.compose(text, Loader=yaml.SafeLoader) if text.strip() else None
         partition_nodes = _partition_nodes(document)
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        message = " ".join(str(p) for p in (exc.context, exc.problem) if p)
-        result.problems.append(
-            Problem(f"invalid YAML: {message}", *((mark.line + 1, mark.column + 1) if mark else ()))
-        )
-        return result
-    except yaml.reader.ReaderError as exc:  # a character YAML does not allow: no mark
-        before = text[: exc.position]
-        line, column = before.count("\n") + 1, len(before) - (before.rfind("\n") + 1) + 1
-        result.problems.append(
-            Problem(f"invalid YAML: character #x{exc.character:04x} is not allowed", line, column)
-        )
+    except yaml.YAMLError as exc:
+        syntax = explain(exc, text)
+        result.problems.append(Problem(f"invalid YAML: {syntax.message}", *syntax[1:]))
+        result.readable = False
         return result
     except ConfigError as exc:
         result.problems.append(_problem(exc, None))

@@ -11,17 +11,15 @@ from typing import Final, Literal
 
 import msgspec
 
+from scheduler.config._properties import (
+    APPLICATION_SORT_POLICY,
+    SortPolicyName,
+    application_sort_policy,
+    read_or_default,
+)
+
 ROOT_QUEUE: Final = "root"
 DEFAULT_PARTITION: Final = "default"
-
-# Queue properties YuniKorn v1.2 understands (configvalidator.go constants).
-APPLICATION_SORT_POLICY: Final = "application.sort.policy"
-APPLICATION_SORT_PRIORITY: Final = "application.sort.priority"
-PRIORITY_POLICY: Final = "priority.policy"
-PRIORITY_OFFSET: Final = "priority.offset"
-# ... and those YuniKorn 1.3+ adds for preemption (configs.PreemptionPolicy, PreemptionDelay).
-PREEMPTION_POLICY: Final = "preemption.policy"
-PREEMPTION_DELAY: Final = "preemption.delay"
 
 #: Placement rules known to YuniKorn v1.2 (``pkg/scheduler/placement/rule.go``).
 PLACEMENT_RULE_NAMES: Final = ("provided", "user", "fixed", "tag")
@@ -44,7 +42,6 @@ partitions:
 """
 
 NodeSortType = Literal["fair", "binpacking"]
-SortPolicyName = Literal["fifo", "fair", "stateaware"]
 
 _DEFAULT_RESOURCE_WEIGHTS: Final = {"vcore": 1.0, "memory": 1.0}
 
@@ -139,12 +136,8 @@ class QueueConfig(msgspec.Struct, frozen=True, kw_only=True):
         """
         if not self.is_leaf:
             return "fair"
-        value = self.properties.get(APPLICATION_SORT_POLICY, "")
-        if value == "fair":
-            return "fair"
-        if value == "stateaware":
-            return "stateaware"
-        return "fifo"
+        value = self.properties.get(APPLICATION_SORT_POLICY)
+        return read_or_default(application_sort_policy, value, "fifo")
 
 
 class PartitionConfig(msgspec.Struct, frozen=True, kw_only=True):

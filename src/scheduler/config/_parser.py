@@ -43,13 +43,12 @@ Behaviour taken from YuniKorn (see the module's tests for each rule):
   its queue's ``maxapplications`` and ``max``; a user's or group's limit stays within its
   limit of the same name on every queue above. A partition's ``limits`` are its root
   queue's (YuniKorn 1.5); both may be set only when they are equal;
-* ``application.sort.policy`` is not validated: YuniKorn logs an unknown value and uses
-  ``fifo`` (see :attr:`QueueConfig.application_sort_policy`); nor are
-  ``application.sort.priority``, ``priority.policy`` and ``priority.offset``: a queue logs
-  a bad value and uses the default (``enabled``, ``default``, ``0``; see
-  ``scheduler.objects._priority``); nor ``preemption.policy`` and ``preemption.delay``
-  (``default``, ``30s``), which ``scheduler check-config`` reports, with the other
-  properties of ``scheduler.config._properties``;
+* queue property values are not validated: a queue logs a value it cannot read and uses
+  the default, as YuniKorn does (``application.sort.policy``: ``fifo``, see
+  :attr:`QueueConfig.application_sort_policy`; ``application.sort.priority``: ``enabled``;
+  ``priority.policy``: ``default``; ``priority.offset``: ``0``; ``preemption.policy``:
+  ``default``; ``preemption.delay``: ``30s``). ``scheduler check-config`` reports each of
+  them with the core's own readers (``scheduler.config._properties``);
 * ``preemption.enabled`` absent (or null) is true, as in YuniKorn 1.3+;
 * ``statedumpfilepath`` is accepted and ignored (deprecated since v1.2.0).
 """
@@ -76,16 +75,10 @@ from scheduler.config._limits import (
     partition_limits,
 )
 from scheduler.config._model import (
-    APPLICATION_SORT_POLICY,
-    APPLICATION_SORT_PRIORITY,
     DEFAULT_PARTITION,
     DEFAULT_SCHEDULER_CONFIG,
     GROUP_NAME_RE,
     PLACEMENT_RULE_NAMES,
-    PREEMPTION_DELAY,
-    PREEMPTION_POLICY,
-    PRIORITY_OFFSET,
-    PRIORITY_POLICY,
     QUEUE_NAME_RE,
     ROOT_QUEUE,
     SPECIAL_RE,
@@ -99,7 +92,15 @@ from scheduler.config._model import (
     QueueConfig,
     SchedulerConfig,
 )
-from scheduler.config._properties import PROPERTY_READERS
+from scheduler.config._properties import (
+    APPLICATION_SORT_POLICY,
+    APPLICATION_SORT_PRIORITY,
+    PREEMPTION_DELAY,
+    PREEMPTION_POLICY,
+    PRIORITY_OFFSET,
+    PRIORITY_POLICY,
+    PROPERTY_READERS,
+)
 from scheduler.config._reader import (
     fail as _fail,
 )
@@ -145,6 +146,7 @@ from scheduler.config._reader import (
 from scheduler.config._reader import (
     uint as _uint,
 )
+from scheduler.config._syntax import explain
 
 _T = TypeVar("_T")
 
@@ -192,7 +194,7 @@ def parse_config(text: str) -> SchedulerConfig:
     try:
         document = yaml.compose(source, Loader=yaml.SafeLoader)
     except yaml.YAMLError as exc:
-        raise ConfigError(f"invalid YAML: {exc}") from None
+        raise ConfigError(str(explain(exc, source))) from None
     if document is None:
         raise ConfigError("at least one partition must be defined (the configuration is empty)")
     top = _mapping(document, "", _SCHEDULER_KEYS)
@@ -277,18 +279,40 @@ _PREEMPTION_KEYS: Final = frozenset({"enabled"})
 
 
 # ============================================================================ parsing
+_ACLS: Final = ("submitacl", "adminacl")
+
+
+class _BrokenEntry(Exception):
+    """A queue entry whose own problems are all recorded: it is left out of the tree."""
+
+
 class _Parser:
     """Builds one partition; ``self.where`` names the partition in validation messages.
 
-    With a ``problems`` list the parser goes on after a problem where the rest stays
-    meaningful (``scheduler check-config``): a queue, a placement rule, the partition's
-    limits, node sort policy or a whole-tree check that fails is recorded and left out, and
-    the parse goes on with its siblings. Without one, the first problem raises.
+    With a ``problems`` list the parser goes on after a problem (``scheduler check-config``):
+    each field of a partition, queue, child template or placement rule is read on its own,
+    a problem recorded and a neutral value used, and a queue's children are read even when
+    it has problems. A queue entry with a problem of its own is left out of its parent
+    (``_BrokenEntry``), so the checks across queues never see the neutral values; a property
+    value the core would default is recorded but does not count. Without a list, the first
+    problem raises.
     """
 
     def __init__(self, problems: list[ConfigError] | None = None) -> None:
         self.where = "partition"
         self.problems = problems
+        self.values_refused = 0  # of those problems, property values the core would default
+
+    def _found(self) -> int:
+        """Problems found so far that make an entry broken: not a property value the core
+        takes (and defaults)."""
+        return len(self.problems) - self.values_refused if self.problems is not None else 0
+
+    def _report(self, problem: ConfigError) -> None:
+        """Raise ``problem``, or (collecting problems) record it and go on."""
+        if self.problems is None:
+            raise problem
+        self.problems.append(problem)
 
     def _attempt(self, step: Callable[[], _T], fallback: _T) -> _T:
         """``step()``, or (collecting problems) ``fallback`` once its problem is recorded."""
@@ -305,15 +329,21 @@ class _Parser:
         name = peeked if peeked and peeked.lower() != DEFAULT_PARTITION else DEFAULT_PARTITION
         path = f"partitions[{name if peeked is not None else index}]"
         self.where = f"partition {name!r}"
-        m = _mapping(node, path, _PARTITION_KEYS)
-        _str(m.get("name"), _join(path, "name"))
-        if _is_null(m.get("queues")):
-            raise _fail(path, node, f"{self.where}: queue config is not set (key 'queues')")
-        root = self._root(_seq(m.get("queues"), _join(path, "queues")), _join(path, "queues"))
-        self._attempt(lambda: self._check_resources(root, None, root.name), None)
-        rule_nodes = _seq(m.get("placementrules"), f"{path}.placementrules")
+        m = _mapping(node, path, _PARTITION_KEYS, self.problems)
+        self._attempt(lambda: _str(m.get("name"), _join(path, "name")), "")
+        try:
+            whole = self._attempt(partial(self._partition_root, m, path, node), None)
+        except _BrokenEntry:
+            whole = None
+        tree = whole is not None  # checks across queues: only on a tree whose root is whole
+        root = whole or QueueConfig(name=ROOT_QUEUE, parent=True)
+        if tree:
+            self._attempt(lambda: self._check_resources(root, None, root.name), None)
+        rules_path = _join(path, "placementrules")
+        no_nodes: list[Node] = []
+        rule_nodes = self._attempt(lambda: _seq(m.get("placementrules"), rules_path), no_nodes)
         attempts = (
-            self._attempt(partial(self._rule, rule_node, f"{path}.placementrules[{i}]"), None)
+            self._attempt(partial(self._rule, rule_node, f"{rules_path}[{i}]"), None)
             for i, rule_node in enumerate(rule_nodes)
         )
         rules = tuple(rule for rule in attempts if rule is not None)
@@ -322,20 +352,24 @@ class _Parser:
         limits = self._attempt(
             partial(parse_limits, m.get("limits"), limits_path, self.where, root), no_limits
         )
-        root = self._attempt(
-            lambda: partition_limits(root, limits, limits_path, m.get("limits", node), self.where),
-            root,
-        )
-        self._attempt(lambda: check_limit_hierarchy(root, root.name, {}, self.where), None)
+        if tree:
+            root = self._attempt(
+                lambda: partition_limits(
+                    root, limits, limits_path, m.get("limits", node), self.where
+                ),
+                root,
+            )
+            self._attempt(lambda: check_limit_hierarchy(root, root.name, {}, self.where), None)
         node_sort = self._attempt(
             lambda: self._node_sort(m.get("nodesortpolicy"), _join(path, "nodesortpolicy")),
             NodeSortPolicy(),
         )
-        preemption = _mapping(m.get("preemption"), _join(path, "preemption"), _PREEMPTION_KEYS)
-        enabled_node = preemption.get("enabled")  # absent is true (YuniKorn 1.3+)
-        enabled = _is_null(enabled_node) or _bool(enabled_node, _join(path, "preemption.enabled"))
-        state_dump = _str(m.get("statedumpfilepath"), _join(path, "statedumpfilepath"))
-        self._attempt(lambda: self._check_max_apps(root, root.name), None)
+        enabled = self._attempt(partial(self._preemption, m, path), True)
+        state_dump = self._attempt(
+            lambda: _str(m.get("statedumpfilepath"), _join(path, "statedumpfilepath")), ""
+        )
+        if tree:
+            self._attempt(lambda: self._check_max_apps(root, root.name), None)
         return PartitionConfig(
             name=name,
             queue=root,
@@ -345,6 +379,19 @@ class _Parser:
             limits=limits,
             state_dump_file_path=state_dump,
         )
+
+    def _partition_root(self, m: dict[str, Node], path: str, node: Node) -> QueueConfig:
+        if _is_null(m.get("queues")):
+            raise _fail(path, node, f"{self.where}: queue config is not set (key 'queues')")
+        return self._root(_seq(m.get("queues"), _join(path, "queues")), _join(path, "queues"))
+
+    def _preemption(self, m: dict[str, Node], path: str) -> bool:
+        """``preemption.enabled``: absent (or null) is true (YuniKorn 1.3+)."""
+        preemption = _mapping(
+            m.get("preemption"), _join(path, "preemption"), _PREEMPTION_KEYS, self.problems
+        )
+        node = preemption.get("enabled")
+        return _is_null(node) or _bool(node, _join(path, "preemption.enabled"))
 
     # ------------------------------------------------------------------------ queues
     def _root(self, nodes: list[Node], path: str) -> QueueConfig:
@@ -362,21 +409,23 @@ class _Parser:
             original = _peek_name(node) or ""
             lowered = original.lower()
             if lowered in seen:
-                duplicate = _fail(
-                    path,
-                    node,
-                    f"{self.where}: duplicate queue name {original!r} under queue "
-                    f"{parent_path!r} (names are compared ignoring case; "
-                    f"{seen[lowered]!r} is already defined)",
+                self._report(
+                    _fail(
+                        path,
+                        node,
+                        f"{self.where}: duplicate queue name {original!r} under queue "
+                        f"{parent_path!r} (names are compared ignoring case; "
+                        f"{seen[lowered]!r} is already defined)",
+                    )
                 )
-                if self.problems is None:
-                    raise duplicate
-                self.problems.append(duplicate)
                 continue
-            child = self._attempt(
-                partial(self._queue, node, path, index, parent_path=parent_path), None
-            )
             seen[lowered] = original
+            try:
+                child = self._attempt(
+                    partial(self._queue, node, path, index, parent_path=parent_path), None
+                )
+            except _BrokenEntry:
+                child = None
             if child is not None:
                 children.append(child)
         return tuple(children)
@@ -384,76 +433,119 @@ class _Parser:
     def _queue(
         self, node: Node, list_path: str, index: int, parent_path: str | None
     ) -> QueueConfig:
+        """One queue entry. Collecting problems, each of its own fields is checked and the
+        children too; an entry with a problem of its own is then left out (``_BrokenEntry``)."""
         peeked = _peek_name(node)
         path = f"{list_path}[{peeked if peeked is not None else index}]"
-        m = _mapping(node, path, _QUEUE_KEYS)
-        raw_name = _str(m.get("name"), _join(path, "name"))
+        found = self._found()
+        m = _mapping(node, path, _QUEUE_KEYS, self.problems)
+        raw_name = self._attempt(lambda: _str(m.get("name"), _join(path, "name")), "")
         is_root = parent_path is None
         if not is_root and not QUEUE_NAME_RE.fullmatch(raw_name):
-            raise _fail(
-                _join(path, "name"),
-                m.get("name", node),
-                f"{self.where}: invalid queue name {raw_name!r} under queue {parent_path!r}: "
-                "a name must only have alphanumeric characters, - or _, "
-                "and be 1 to 64 characters long",
+            self._report(
+                _fail(
+                    _join(path, "name"),
+                    m.get("name", node),
+                    f"{self.where}: invalid queue name {raw_name!r} under queue "
+                    f"{parent_path!r}: a name must only have alphanumeric characters, - or _, "
+                    "and be 1 to 64 characters long",
+                )
             )
         name = raw_name.lower()
         queue_path = name if parent_path is None else f"{parent_path}.{name}"
         where = f"{self.where}, queue {queue_path!r}"
-
-        res_path = _join(path, "resources")
-        res = _mapping(m.get("resources"), res_path, _RESOURCES_KEYS)
-        if is_root and not (_is_null(res.get("guaranteed")) and _is_null(res.get("max"))):
-            raise _fail(
-                res_path,
-                m["resources"],
-                f"{where}: root queue must not have resource "
-                "limits set (resources.guaranteed / resources.max)",
-            )
-        guaranteed = _resources(res.get("guaranteed"), _join(res_path, "guaranteed"), where)
-        max_resources = _resources(res.get("max"), _join(res_path, "max"), where)
-
-        acls: dict[str, str] = {}
-        for key in ("submitacl", "adminacl"):
-            acl = _str(m.get(key), _join(path, key))
-            if len(acl.split()) > 2:
-                raise _fail(
-                    _join(path, key),
-                    m.get(key),
-                    f"{where}: invalid {key} {acl!r}: an ACL is 'users groups', multiple "
-                    "spaces found",
-                )
-            acls[key] = acl
-
+        guaranteed, max_resources = self._queue_resources(m, path, where, is_root)
+        acls = {key: self._attempt(partial(self._acl, m, path, key, where), "") for key in _ACLS}
+        in_children = self._found()
         children = self._children(
-            _seq(m.get("queues"), _join(path, "queues")), _join(path, "queues"), queue_path
+            self._attempt(lambda: _seq(m.get("queues"), _join(path, "queues")), []),
+            _join(path, "queues"),
+            queue_path,
         )
+        below = self._found() - in_children
         conf = QueueConfig(
             name=name,
-            parent=is_root or bool(children) or _bool(m.get("parent"), _join(path, "parent")),
+            parent=is_root
+            or bool(children)
+            or self._attempt(lambda: _bool(m.get("parent"), _join(path, "parent")), False),
             max_resources=max_resources,
             guaranteed=guaranteed,
-            properties=self._properties(m.get("properties"), _join(path, "properties"), where),
+            properties=self._attempt(
+                lambda: self._properties(m.get("properties"), _join(path, "properties"), where),
+                {},
+            ),
             submit_acl=acls["submitacl"],
             admin_acl=acls["adminacl"],
-            max_applications=_uint(m.get("maxapplications"), _join(path, "maxapplications")),
+            max_applications=self._attempt(
+                lambda: _uint(m.get("maxapplications"), _join(path, "maxapplications")), 0
+            ),
             queues=children,
-            child_template=self._template(
-                m.get("childtemplate"), _join(path, "childtemplate"), f"{where}, childtemplate"
+            child_template=self._attempt(
+                lambda: self._template(
+                    m.get("childtemplate"), _join(path, "childtemplate"), f"{where}, childtemplate"
+                ),
+                None,
             ),
         )
-        limits = parse_limits(m.get("limits"), _join(path, "limits"), where, conf)
+        no_limits: tuple[Limit, ...] = ()
+        limits = self._attempt(
+            partial(parse_limits, m.get("limits"), _join(path, "limits"), where, conf), no_limits
+        )
+        if self._found() - found > below:
+            raise _BrokenEntry  # its problems are recorded; its children's too
         return msgspec.structs.replace(conf, limits=limits) if limits else conf
 
-    def _template(self, node: Node | None, path: str, where: str) -> ChildTemplate | None:
-        m = _mapping(node, path, _TEMPLATE_KEYS)
+    def _queue_resources(
+        self, m: dict[str, Node], path: str, where: str, is_root: bool
+    ) -> tuple[dict[str, int], dict[str, int]]:
+        """``resources.guaranteed`` and ``resources.max`` of a queue entry."""
         res_path = _join(path, "resources")
-        res = _mapping(m.get("resources"), res_path, _RESOURCES_KEYS)
+        res: dict[str, Node] = self._attempt(
+            lambda: _mapping(m.get("resources"), res_path, _RESOURCES_KEYS, self.problems), {}
+        )
+        if is_root and not (_is_null(res.get("guaranteed")) and _is_null(res.get("max"))):
+            self._report(
+                _fail(
+                    res_path,
+                    m["resources"],
+                    f"{where}: root queue must not have resource "
+                    "limits set (resources.guaranteed / resources.max)",
+                )
+            )
+        return (
+            self._resources(res.get("guaranteed"), _join(res_path, "guaranteed"), where),
+            self._resources(res.get("max"), _join(res_path, "max"), where),
+        )
+
+    def _resources(self, node: Node | None, path: str, where: str) -> dict[str, int]:
+        return self._attempt(lambda: _resources(node, path, where, self.problems), {})
+
+    def _acl(self, m: dict[str, Node], path: str, key: str, where: str) -> str:
+        acl = _str(m.get(key), _join(path, key))
+        if len(acl.split()) > 2:
+            raise _fail(
+                _join(path, key),
+                m.get(key),
+                f"{where}: invalid {key} {acl!r}: an ACL is 'users groups', multiple spaces found",
+            )
+        return acl
+
+    def _template(self, node: Node | None, path: str, where: str) -> ChildTemplate | None:
+        m = _mapping(node, path, _TEMPLATE_KEYS, self.problems)
+        res_path = _join(path, "resources")
+        res: dict[str, Node] = self._attempt(
+            lambda: _mapping(m.get("resources"), res_path, _RESOURCES_KEYS, self.problems), {}
+        )
         template = ChildTemplate(
-            max_applications=_uint(m.get("maxapplications"), _join(path, "maxapplications")),
-            properties=self._properties(m.get("properties"), _join(path, "properties"), where),
-            max_resources=_resources(res.get("max"), _join(res_path, "max"), where),
-            guaranteed=_resources(res.get("guaranteed"), _join(res_path, "guaranteed"), where),
+            max_applications=self._attempt(
+                lambda: _uint(m.get("maxapplications"), _join(path, "maxapplications")), 0
+            ),
+            properties=self._attempt(
+                lambda: self._properties(m.get("properties"), _join(path, "properties"), where),
+                {},
+            ),
+            max_resources=self._resources(res.get("max"), _join(res_path, "max"), where),
+            guaranteed=self._resources(res.get("guaranteed"), _join(res_path, "guaranteed"), where),
         )
         if template == ChildTemplate():
             return None  # YuniKorn treats an empty template as no template
@@ -472,6 +564,7 @@ class _Parser:
             try:
                 reader.read(properties[key])
             except ValueError as exc:
+                self.values_refused += 1
                 self.problems.append(
                     _fail(
                         _join(path, key),
@@ -485,37 +578,62 @@ class _Parser:
     # ------------------------------------------------------------------------ resources
     def _check_resources(
         self, queue: QueueConfig, parent_max: dict[str, int] | None, path: str
-    ) -> dict[str, int]:
-        """YuniKorn's ``checkQueueResource``; returns the guaranteed the queue claims."""
+    ) -> dict[str, int] | None:
+        """YuniKorn's ``checkQueueResource``; returns the guaranteed the queue claims, or
+        (collecting problems) ``None`` when a problem here or below makes it unknown, so
+        that no sum above is checked with it."""
         where = f"{self.where}, queue {path!r}"
+        found = self._found()
         guaranteed, max_res = queue.guaranteed, queue.max_resources
         if not fits_under_max(max_res, guaranteed):
-            raise ConfigError(
-                f"{where}: guaranteed resource {_fmt(guaranteed)} is larger than maximum "
-                f"resource {_fmt(max_res)}"
+            self._report(
+                ConfigError(
+                    f"{where}: guaranteed resource {_fmt(guaranteed)} is larger than maximum "
+                    f"resource {_fmt(max_res)}"
+                )
             )
         if parent_max is not None and not fits_under_max(parent_max, max_res):
-            raise ConfigError(
-                f"{where}: maximum resource {_fmt(max_res)} is larger than the maximum "
-                f"resource {_fmt(parent_max)} of its parent"
+            self._report(
+                ConfigError(
+                    f"{where}: maximum resource {_fmt(max_res)} is larger than the maximum "
+                    f"resource {_fmt(parent_max)} of its parent"
+                )
             )
         effective_max = min_permissive(max_res, parent_max or {})
         children_guaranteed: dict[str, int] = {}
+        complete = True
         for child in queue.queues:
             claimed = self._check_resources(child, effective_max, f"{path}.{child.name}")
-            for key, value in claimed.items():
+            complete = complete and claimed is not None
+            for key, value in (claimed or {}).items():
                 children_guaranteed[key] = children_guaranteed.get(key, 0) + value
+        if complete:
+            self._check_children_guaranteed(where, guaranteed, effective_max, children_guaranteed)
+        if self._found() > found:
+            return None
+        return children_guaranteed if is_zero(guaranteed) else guaranteed
+
+    def _check_children_guaranteed(
+        self,
+        where: str,
+        guaranteed: dict[str, int],
+        effective_max: dict[str, int],
+        children_guaranteed: dict[str, int],
+    ) -> None:
         if not is_zero(guaranteed) and not fits_under_max(guaranteed, children_guaranteed):
-            raise ConfigError(
-                f"{where}: guaranteed resource {_fmt(guaranteed)} is smaller than the sum of "
-                f"the children's guaranteed resources {_fmt(children_guaranteed)}"
+            self._report(
+                ConfigError(
+                    f"{where}: guaranteed resource {_fmt(guaranteed)} is smaller than the sum "
+                    f"of the children's guaranteed resources {_fmt(children_guaranteed)}"
+                )
             )
         if not fits_under_max(effective_max, children_guaranteed):
-            raise ConfigError(
-                f"{where}: maximum resource {_fmt(effective_max)} is smaller than the sum of "
-                f"the children's guaranteed resources {_fmt(children_guaranteed)}"
+            self._report(
+                ConfigError(
+                    f"{where}: maximum resource {_fmt(effective_max)} is smaller than the sum "
+                    f"of the children's guaranteed resources {_fmt(children_guaranteed)}"
+                )
             )
-        return children_guaranteed if is_zero(guaranteed) else guaranteed
 
     def _check_max_apps(self, queue: QueueConfig, path: str) -> None:
         """YuniKorn's ``checkQueueMaxApplications``: below a parent that sets
@@ -525,9 +643,11 @@ class _Parser:
             limit = queue.max_applications
             if limit and (child.max_applications == 0 or child.max_applications > limit):
                 shown = child.max_applications or "unset (unlimited)"
-                raise ConfigError(
-                    f"{self.where}, queue {child_path!r}: maxapplications {shown} must be set "
-                    f"and not larger than the parent {path!r} maxapplications {limit}"
+                self._report(
+                    ConfigError(
+                        f"{self.where}, queue {child_path!r}: maxapplications {shown} must be "
+                        f"set and not larger than the parent {path!r} maxapplications {limit}"
+                    )
                 )
             self._check_max_apps(child, child_path)
 

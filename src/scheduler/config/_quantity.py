@@ -20,10 +20,19 @@ negative, within int64 (YuniKorn's ``resources.Quantity`` and the SI's ``Quantit
 are int64).
 
 ``memory`` has no special unit: ``150M`` is 150_000_000 bytes (YuniKorn >= 1.0).
+
+:func:`format_quantity` and :func:`format_resources` are how every output shows a quantity
+(``scheduler demo``'s tables, ``check-config``'s messages; the status page's ``qty`` follows
+the same rules): bytes (``memory``, ``ephemeral-storage``) in binary units, a whole number
+of the largest unit it reaches (``8Gi``, ``512Mi``) or else one decimal (``1.5Gi``; ``2G``
+shows as ``1.9Gi``), below 1Ki as a plain number; ``vcore`` as cores (``4``) or, when not
+whole, millicores (``500m``), as ``queues.yaml`` writes them; any other resource as a count
+(``1,000``). ``memory`` and ``vcore`` come first, the others in name order.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from typing import Final
@@ -31,10 +40,13 @@ from typing import Final
 from scheduler._errors import SchedulerError
 
 __all__ = [
+    "BYTE_RESOURCES",
     "INT64_MAX",
     "MEMORY",
     "VCORE",
     "QuantityError",
+    "format_quantity",
+    "format_resources",
     "parse_quantity",
     "parse_resource_conf",
     "parse_vcore",
@@ -61,6 +73,11 @@ _MULTIPLIERS: dict[str, int] = {
     "Pi": 1 << 50,
     "Ei": 1 << 60,
 }
+
+#: Resources counted in bytes, shown in binary units.
+BYTE_RESOURCES: Final = frozenset({MEMORY, "ephemeral-storage"})
+_BINARY_UNITS: Final = ("Ki", "Mi", "Gi", "Ti", "Pi", "Ei")
+_FIRST: Final = (MEMORY, VCORE)
 
 _LEGAL = re.compile(r"([+-]?)([0-9]+)([A-Za-z]*)")
 _WHITESPACE = re.compile(r"\s+")
@@ -139,3 +156,36 @@ def parse_resource_conf(mapping: Mapping[str, object]) -> dict[str, int]:
         except QuantityError as exc:
             raise QuantityError(f"resource {name!r}: {exc}") from None
     return out
+
+
+def format_quantity(name: str, value: int) -> str:
+    """``value`` of resource ``name`` for a reader: ``8Gi``, ``1.5Gi``, ``4``, ``500m``."""
+    if name in BYTE_RESOURCES:
+        return _binary(value)
+    if name == VCORE:
+        return str(value // 1000) if value % 1000 == 0 else f"{value}m"
+    return f"{value:,}"
+
+
+def format_resources(resources: Mapping[str, int], *, sep: str = ": ") -> str:
+    """``memory: 8Gi, vcore: 4``: each quantity by :func:`format_quantity`, memory and vcore
+    first; ``sep`` goes between a name and its quantity."""
+    names = sorted(resources, key=lambda n: (_FIRST.index(n) if n in _FIRST else 2, n))
+    return ", ".join(f"{n}{sep}{format_quantity(n, resources[n])}" for n in names)
+
+
+def _binary(value: int) -> str:
+    size, sign = abs(value), "-" if value < 0 else ""
+    if size < 1024:
+        return str(value)
+    unit, scale = 0, 1024
+    while size >= scale * 1024 and unit < len(_BINARY_UNITS) - 1:
+        unit, scale = unit + 1, scale * 1024
+    if size % scale == 0:
+        return f"{sign}{size // scale}{_BINARY_UNITS[unit]}"
+    # Rounded half up in tenths, with the same float operations as the page's qty().
+    tenths = math.floor(size / scale * 10 + 0.5)
+    if tenths >= 10240 and unit < len(_BINARY_UNITS) - 1:  # 1023.96Mi is 1.0Gi
+        unit, scale = unit + 1, scale * 1024
+        tenths = math.floor(size / scale * 10 + 0.5)
+    return f"{sign}{tenths // 10}.{tenths % 10}{_BINARY_UNITS[unit]}"

@@ -16,7 +16,7 @@ from yaml.constructor import SafeConstructor
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from scheduler._errors import ConfigError
-from scheduler.config._quantity import QuantityError, parse_resource_conf
+from scheduler.config._quantity import QuantityError, format_resources, parse_resource_conf
 
 __all__ = [
     "UINT64_MAX",
@@ -88,8 +88,14 @@ def pairs(node: MappingNode, path: str) -> dict[str, tuple[Node, Node]]:
     return explicit
 
 
-def mapping(node: Node | None, path: str, allowed: frozenset[str]) -> dict[str, Node]:
-    """A struct-like mapping: only ``allowed`` keys; null is an empty mapping."""
+def mapping(
+    node: Node | None,
+    path: str,
+    allowed: frozenset[str],
+    problems: list[ConfigError] | None = None,
+) -> dict[str, Node]:
+    """A struct-like mapping: only ``allowed`` keys; null is an empty mapping. With a
+    ``problems`` list, each unknown key is recorded there and left out."""
     if node is None or is_null(node):
         return {}
     if not isinstance(node, MappingNode):
@@ -97,11 +103,15 @@ def mapping(node: Node | None, path: str, allowed: frozenset[str]) -> dict[str, 
     out: dict[str, Node] = {}
     for key, (key_node, value_node) in pairs(node, path).items():
         if key not in allowed:
-            raise fail(
+            unknown = fail(
                 join(path, key),
                 key_node,
                 f"unknown key {key!r} (allowed: {', '.join(sorted(allowed))})",
             )
+            if problems is None:
+                raise unknown
+            problems.append(unknown)
+            continue
         out[key] = value_node
     return out
 
@@ -164,21 +174,33 @@ def str_map(node: Node | None, path: str) -> dict[str, str]:
     }
 
 
-def resources(node: Node | None, path: str, where: str) -> dict[str, int]:
-    """A resource map; a bad quantity's error names ``where`` (the partition and queue)."""
+def resources(
+    node: Node | None, path: str, where: str, problems: list[ConfigError] | None = None
+) -> dict[str, int]:
+    """A resource map; a bad quantity's error names ``where`` (the partition and queue). With
+    a ``problems`` list, each bad quantity is recorded there and left out."""
     if node is None or is_null(node):
         return {}
     if not isinstance(node, MappingNode):
         raise fail(path, node, "expected a mapping of resource name to quantity")
     out: dict[str, int] = {}
     for key, (_, value_node) in pairs(node, path).items():
-        if not isinstance(value_node, ScalarNode):
-            raise fail(join(path, key), value_node, f"resource {key!r}: expected a quantity")
         try:
-            out.update(parse_resource_conf({key: str(value_node.value)}))
-        except QuantityError as exc:
-            raise fail(join(path, key), value_node, f"{where}: {exc}") from None
+            out.update(_quantity(key, value_node, join(path, key), where))
+        except ConfigError as exc:
+            if problems is None:
+                raise
+            problems.append(exc)
     return out
+
+
+def _quantity(key: str, node: Node, path: str, where: str) -> dict[str, int]:
+    if not isinstance(node, ScalarNode):
+        raise fail(path, node, f"resource {key!r}: expected a quantity")
+    try:
+        return parse_resource_conf({key: str(node.value)})
+    except QuantityError as exc:
+        raise fail(path, node, f"{where}: {exc}") from None
 
 
 def peek_name(node: Node) -> str | None:
@@ -196,4 +218,5 @@ def peek_name(node: Node) -> str | None:
 
 
 def fmt(res: Mapping[str, int]) -> str:
-    return "{" + ", ".join(f"{k}: {v}" for k, v in sorted(res.items())) + "}"
+    """A resource map in a message: ``{memory: 8Gi, vcore: 4}`` (``format_resources``)."""
+    return "{" + format_resources(res) + "}"

@@ -13,7 +13,8 @@
   children by priority first and then fair. ``disabled`` keeps the policy's order and uses
   priority only to break its ties (YuniKorn's ``sortApplications`` and ``sortQueue``).
 * ``priority.policy`` and ``priority.offset`` are not inherited. Values YuniKorn cannot parse
-  are logged and replaced by the default (its queue properties have no validation).
+  are logged and replaced by the default (its queue properties have no validation); the
+  readers are ``scheduler.config._properties``, which ``scheduler check-config`` shares.
 
 Nothing of this costs anything in a partition where every ask has priority 0 and no queue
 has an offset: then every queue with pending work has priority 0 and the orders above are
@@ -25,12 +26,18 @@ queue chain.
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING, Final, NamedTuple
 
 from loguru import logger
 
 from scheduler.config._parser import APPLICATION_SORT_PRIORITY, PRIORITY_OFFSET, PRIORITY_POLICY
+from scheduler.config._properties import (
+    PRIORITY_OFFSET_RANGE,
+    application_sort_priority,
+    priority_offset,
+    priority_policy,
+    read_or_default,
+)
 
 if TYPE_CHECKING:
     from scheduler.objects._application import Application
@@ -47,11 +54,8 @@ __all__ = [
     "settings_of",
 ]
 
-MIN_PRIORITY: Final = -(2**31)
-MAX_PRIORITY: Final = 2**31 - 1
-
-# Go's strconv.ParseInt(s, 10, 32): an optional sign and decimal digits, nothing else.
-_INT_RE: Final = re.compile(r"[+-]?[0-9]+")
+MIN_PRIORITY: Final = PRIORITY_OFFSET_RANGE[0]  # int32, as an ask's priority
+MAX_PRIORITY: Final = PRIORITY_OFFSET_RANGE[1]
 
 
 class PrioritySettings(NamedTuple):
@@ -63,30 +67,16 @@ class PrioritySettings(NamedTuple):
 
 
 def settings_of(queue: Queue) -> PrioritySettings:
-    """Parse ``queue``'s priority properties as YuniKorn's ``UpdateQueueProperties`` does."""
-    sort = True
-    value = _inherited(queue, APPLICATION_SORT_PRIORITY)
-    if value is not None:
-        lowered = value.lower()
-        sort = lowered != "disabled"
-        if lowered not in ("enabled", "disabled"):
-            _bad(queue, APPLICATION_SORT_PRIORITY, value, "enabled")
+    """Parse ``queue``'s priority properties as YuniKorn's ``UpdateQueueProperties`` does; a
+    value it cannot read counts as unset (the queue that sets it logs it)."""
     props = queue.properties
-    fence = False
-    policy = props.get(PRIORITY_POLICY)
-    if policy is not None:
-        lowered = policy.lower()
-        fence = lowered == "fence"
-        if lowered not in ("", "default", "fence"):
-            _bad(queue, PRIORITY_POLICY, policy, "default")
-    offset = 0
-    text = props.get(PRIORITY_OFFSET)
-    if text:
-        if _INT_RE.fullmatch(text) and MIN_PRIORITY <= int(text) <= MAX_PRIORITY:
-            offset = int(text)
-        else:
-            _bad(queue, PRIORITY_OFFSET, text, "0")
-    return PrioritySettings(sort, fence, offset)
+    return PrioritySettings(
+        sort=read_or_default(
+            application_sort_priority, _inherited(queue, APPLICATION_SORT_PRIORITY), True
+        ),
+        fence=read_or_default(priority_policy, props.get(PRIORITY_POLICY), "default") == "fence",
+        offset=read_or_default(priority_offset, props.get(PRIORITY_OFFSET), 0),
+    )
 
 
 def _inherited(queue: Queue, key: str) -> str | None:
@@ -94,10 +84,6 @@ def _inherited(queue: Queue, key: str) -> str | None:
         if key in q.properties:
             return q.properties[key]
     return None
-
-
-def _bad(queue: Queue, key: str, value: str, default: str) -> None:
-    logger.warning("queue {}: {} {!r} is not valid, using {}", queue.path, key, value, default)
 
 
 # ==================================================================== queue priority

@@ -16,8 +16,11 @@ from scheduler.config._parser import APPLICATION_SORT_POLICY, PREEMPTION_DELAY, 
 from scheduler.config._properties import (
     DEFAULT_PREEMPTION_DELAY,
     PROPERTY_READERS,
+    SORT_POLICIES,
+    application_sort_policy,
     preemption_delay,
     preemption_policy,
+    read_or_default,
 )
 from scheduler.objects._application import AppState
 from scheduler.objects._pending import Shapes
@@ -38,8 +41,6 @@ if TYPE_CHECKING:
 __all__ = ["APP_SORT_POLICY", "SORT_POLICIES", "Queue", "QueueStatus"]
 
 APP_SORT_POLICY = APPLICATION_SORT_POLICY
-#: YuniKorn v1.2's application sort policies (``policies.SortPolicyFromString``, exact names).
-SORT_POLICIES = ("fifo", "fair", "stateaware")
 
 OrderKey = tuple[Any, ...]
 # Up to this many children, a child is found in its parent's order by identity, not by key.
@@ -184,16 +185,11 @@ class Queue:
         self.refresh_limits()
 
     def _read_sort_policy(self) -> str:
-        """``application.sort.policy``, exactly one of ``SORT_POLICIES``; otherwise fifo, with
-        a log on a leaf (YuniKorn's ``UpdateQueueProperties``; parents always sort fair)."""
+        """``application.sort.policy``, inherited; fifo when unset or unreadable (YuniKorn's
+        ``UpdateQueueProperties``; parents always sort fair). The queue that sets a value the
+        core cannot read logs it (``_warn_unreadable``)."""
         policy = self.inherited_property(APP_SORT_POLICY)
-        if policy in SORT_POLICIES:
-            return policy
-        if policy and self.leaf:
-            logger.warning(
-                "queue {}: {} {!r} is not valid, using fifo", self.path, APP_SORT_POLICY, policy
-            )
-        return "fifo"
+        return read_or_default(application_sort_policy, policy, SORT_POLICIES[0])
 
     def refresh_order(self) -> None:
         """Choose how applications (leaf) and children (parent) are ordered."""

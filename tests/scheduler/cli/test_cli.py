@@ -71,6 +71,11 @@ def test_demo_prints_nodes_apps_allocations_and_queues(capsys: pytest.CaptureFix
     assert ["spark-etl", "Accepted -> Starting -> Running -> Completing -> Completed"] in table
     assert out.count("node-1") >= 2
     assert "Traceback" not in out
+    # Resources in the units check-config and the status page use: 8Gi, 500m.
+    assert ["node-1", "memory=8Gi, vcore=4", "memory=2Gi, vcore=1", "memory=6Gi, vcore=3", "2"] in (
+        table
+    )
+    assert ["web-api-task-0", "web-api", "node-2", "memory=1Gi, vcore=500m"] in table
 
 
 def test_demo_summarises_long_tables(capsys: pytest.CaptureFixture[str]) -> None:
@@ -109,11 +114,11 @@ def test_table_says_none_and_counts_the_rows_it_leaves_out() -> None:
     from rich.console import Console
 
     console = Console(width=200, record=True, file=open(os.devnull, "w"))  # noqa: SIM115
-    console.print(_table(Section("T", ("a", "b"), [("x", {"memory": 1})] * 4), max_rows=3))
+    console.print(_table(Section("T", ("a", "b"), [("x", {"memory": 1 << 30})] * 4), max_rows=3))
     console.print(_table(Section("E", ("a",), []), max_rows=3))
     console.file.close()
     text = console.export_text()
-    assert ["x", "memory=1"] in cells(text)
+    assert ["x", "memory=1Gi"] in cells(text)
     assert "… and 1 more" in text and "(none)" in text
 
 
@@ -200,6 +205,29 @@ def test_check_config_lists_every_problem_of_one_partition(
     assert lines[-1].startswith(f"4 problems in {path}")
 
 
+def test_check_config_shows_resources_in_units(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "queues.yaml"
+    path.write_text(
+        textwrap.dedent("""\
+            partitions:
+              - queues:
+                  - name: p
+                    resources: {max: {memory: 2Gi, vcore: 2}}
+                    queues:
+                      - name: c
+                        resources: {max: {memory: 3G, vcore: 2500m}}
+            """)
+    )
+    assert main(["check-config", str(path)]) == 1
+    assert capsys.readouterr().out.splitlines()[0] == (
+        f"{path}:6:13: partition 'default', queue 'root.p.c': maximum resource "
+        "{memory: 2.8Gi, vcore: 2500m} is larger than the maximum resource "
+        "{memory: 2Gi, vcore: 2} of its parent"
+    )
+
+
 def test_check_config_reports_a_preemption_property_the_core_would_default(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -234,7 +262,11 @@ def test_check_config_places_a_yaml_syntax_error(
     path = tmp_path / "queues.yaml"
     path.write_text("partitions:\n  - name: x\n    queues: [\n")
     assert main(["check-config", str(path)]) == 1
-    assert capsys.readouterr().out.startswith(f"{path}:4:1: invalid YAML: ")
+    assert capsys.readouterr().out.splitlines() == [
+        f"{path}:4:1: invalid YAML: the file ends where a value is expected: complete the "
+        "value, or close the open '[' or '{'",
+        f"1 problem in {path} (the rest of the file is checked once its YAML can be read)",
+    ]
 
 
 @pytest.mark.parametrize("name", ["missing.yaml", "."])

@@ -703,7 +703,8 @@ RULE = "partitions:\n  - name: default\n    queues: []\n    placementrules:\n"
             ),
             [
                 "partition 'default', queue 'root.a'",
-                "guaranteed resource {memory: 2000} is larger than maximum resource {memory: 1000}",
+                "guaranteed resource {memory: 2.0Ki} is larger than maximum resource "
+                "{memory: 1000}",
             ],
         ),
         (
@@ -716,8 +717,8 @@ RULE = "partitions:\n  - name: default\n    queues: []\n    placementrules:\n"
             """),
             [
                 "queue 'root.a.b'",
-                "maximum resource {memory: 5, vcore: 3000} is larger than the maximum "
-                "resource {vcore: 2000} of its parent",
+                "maximum resource {memory: 5, vcore: 3} is larger than the maximum "
+                "resource {vcore: 2} of its parent",
             ],
         ),
         (
@@ -866,7 +867,7 @@ RULE = "partitions:\n  - name: default\n    queues: []\n    placementrules:\n"
                 "- name: a\n  resources: {max: {memory: 100}}\n  limits:\n"
                 "    - {groups: [dev], maxresources: {memory: 200, vcore: 5}}\n"
             ),
-            ["maxresources {memory: 200, vcore: 5000} are larger than the queue's max"],
+            ["maxresources {memory: 200, vcore: 5} are larger than the queue's max"],
         ),
         # ---------------------------------------------------------------- child template
         (

@@ -295,4 +295,6 @@ def test_a_valid_file_with_one_value_replaced(path: tuple[Any, ...], junk: Any) 
 
 def test_a_character_yaml_refuses_is_a_problem_with_its_place() -> None:
     (problem,) = check_config("partitions:\n  - name: de\x1bfault\n").problems
-    assert problem == Problem("invalid YAML: character #x001b is not allowed", 2, 13)
+    assert problem == Problem(
+        "invalid YAML: the character U+001B is not allowed in YAML: remove it", 2, 13
+    )

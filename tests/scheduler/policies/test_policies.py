@@ -444,13 +444,13 @@ def warnings() -> Iterator[Warnings]:
 @pytest.mark.parametrize(
     ("properties", "expected"),
     [
-        ("priority.offset: abc", "priority.offset 'abc' is not valid, using 0"),
-        ("priority.offset: '1.5'", "priority.offset '1.5' is not valid, using 0"),
-        ("priority.offset: '2147483648'", "priority.offset '2147483648' is not valid"),
-        ("priority.policy: weird", "priority.policy 'weird' is not valid, using default"),
-        ("application.sort.policy: bogus", "application.sort.policy 'bogus' is not valid"),
-        ("application.sort.policy: FAIR", "application.sort.policy 'FAIR' is not valid"),
-        ("application.sort.priority: maybe", "application.sort.priority 'maybe' is not valid"),
+        ("priority.offset: abc", "priority.offset 'abc' is not valid (expected a whole"),
+        ("priority.offset: '1.5'", "priority.offset '1.5' is not valid (expected a whole"),
+        ("priority.offset: '2147483648'", "to 2147483647), using 0"),
+        ("priority.policy: weird", "priority.policy 'weird' is not valid (expected default or"),
+        ("application.sort.policy: bogus", "application.sort.policy 'bogus' is not valid ("),
+        ("application.sort.policy: FAIR", "in lower case), using fifo"),
+        ("application.sort.priority: maybe", "(expected enabled or disabled), using enabled"),
     ],
 )
 async def test_bad_property_is_logged_and_defaulted(
