@@ -362,7 +362,9 @@ async def test_the_views_of_one_application_and_one_node(daemon: Daemon, tmp_pat
             tmp_path, app + "spark-pi", 'data-view="app"', 'data-task-group="executor"'
         )
         facts = re.sub(r"<[^>]+>", " ", section(dom, "app-facts"))
-        assert "root.ml.training" in facts and "16Gi" in facts and re.search(r"vcore\s+4\b", facts), facts
+        assert (
+            "root.ml.training" in facts and "16Gi" in facts and re.search(r"vcore\s+4\b", facts)
+        ), facts
         assert len(spark["allocations"]) == 4
         for alloc in spark["allocations"]:
             html_row = row_html(dom, "allocation", alloc["allocationKey"])
