@@ -1,5 +1,6 @@
 """``/ws/v1/metrics``: the core's state as Prometheus metrics, named as YuniKorn v1.2 names
-them (``pkg/metrics``), computed from a state dump at each scrape."""
+them (``pkg/metrics``), the queues under v1.8's names too, computed from a state dump at
+each scrape; beside them the process and Python runtime collectors of prometheus_client."""
 
 from __future__ import annotations
 
@@ -8,6 +9,12 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Final
 
+from prometheus_client import (
+    CollectorRegistry,
+    GCCollector,
+    PlatformCollector,
+    ProcessCollector,
+)
 from prometheus_client.core import (
     CounterMetricFamily,
     GaugeMetricFamily,
@@ -31,6 +38,7 @@ __all__ = [
     "actor_kind",
     "metric_families",
     "metric_name",
+    "metrics_registry",
 ]
 
 # YuniKorn v1.2's names (pkg/metrics): namespace ``yunikorn``; scheduler metrics under the
@@ -64,6 +72,19 @@ class CoreCollector:
 
     def collect(self) -> Iterable[Metric]:
         return metric_families(self.dump) if self.dump is not None else []
+
+
+def metrics_registry(collector: CoreCollector) -> CollectorRegistry:
+    """The registry of one app's ``/ws/v1/metrics``: the core's metrics, and the process
+    and Python runtime ones that prometheus_client provides (``process_*``,
+    ``python_info``, ``python_gc_*``), in the place of YuniKorn's Go runtime metrics. Never
+    the default registry: two apps in one process each have their own."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(collector)
+    ProcessCollector(registry=registry)
+    PlatformCollector(registry=registry)
+    GCCollector(registry=registry)
+    return registry
 
 
 def metric_name(text: str) -> str:
@@ -249,20 +270,30 @@ _QUEUE_RESOURCES: Final = (
 def _queue_metrics(dump: Dump) -> list[Metric]:
     """Per queue: its resources by kind, and its applications by state (live, and
     terminated until they expire), labelled with the partition too: two partitions may
-    have queues of the same path."""
+    have queues of the same path. Each under both of YuniKorn's names: v1.2's family per
+    queue (``yunikorn_root_a_queue_app``), and v1.8's one family for every queue with a
+    ``queue`` label (``yunikorn_queue_app{queue="root.a"}``, ``pkg/metrics/queue.go``),
+    where each queue's ``maxRunningApps`` is a resource state of its own (``apps``)."""
     resources: dict[str, dict[tuple[str, ...], float]] = {}
     apps: dict[str, Counter[tuple[str, ...]]] = {}
+    by_label: dict[tuple[str, ...], float] = {}
+    apps_by_label: Counter[tuple[str, ...]] = Counter()
     for part in dump["partitions"]:
         pname = partition_name(part)
         for q in walk_queue(part["queues"]):
-            samples = resources.setdefault(_queue_metric(q["queuename"], "resource"), {})
+            path = q["queuename"]
+            samples = resources.setdefault(_queue_metric(path, "resource"), {})
             for state, key in _QUEUE_RESOURCES:
                 for resource, value in sorted(q[key].items()):
                     samples[(state, resource, pname)] = value
+                    by_label[(path, state, resource, pname)] = value
+            by_label[(path, "maxRunningApps", "apps", pname)] = q["maxRunningApps"]
         for app in (*part["applications"], *part["terminatedApplications"]):
             if app["queueName"] and app["applicationState"] != AppState.REJECTED:
                 counts = apps.setdefault(_queue_metric(app["queueName"], "app"), Counter())
-                counts[(app["applicationState"].lower(), pname)] += 1
+                state = app["applicationState"].lower()
+                counts[(state, pname)] += 1
+                apps_by_label[(app["queueName"], state, pname)] += 1
     families: list[Metric] = []
     for name, values in resources.items():
         doc = "Queue resource metrics, by state (guaranteed, max, allocated, pending, preempting)."
@@ -270,6 +301,23 @@ def _queue_metrics(dump: Dump) -> list[Metric]:
     for name, counts in apps.items():
         doc = "Queue application metrics, by application state."
         families.append(_gauge(name, doc, ["state", "partition"], dict(counts)))
+    families.append(
+        _gauge(
+            "yunikorn_queue_resource",
+            "Resources of each queue, by state (guaranteed, max, allocated, pending, "
+            "preempting, and maxRunningApps as the resource apps).",
+            ["queue", "state", "resource", "partition"],
+            by_label,
+        )
+    )
+    families.append(
+        _gauge(
+            "yunikorn_queue_app",
+            "Applications of each queue, by application state.",
+            ["queue", "state", "partition"],
+            dict(apps_by_label),
+        )
+    )
     return families
 
 

@@ -41,7 +41,7 @@ from typing import Any, Final
 import anyio
 import msgspec
 import yaml
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -53,7 +53,7 @@ from scheduler._errors import NotFoundError, SchedulerError
 from scheduler.config._parser import QUEUE_NAME_RE
 from scheduler.core import DEFAULT_SUBSCRIBER_LIMIT, AppState, Core, Subscription, event_record
 from scheduler.daemon._health import Dump, health_status, partition_name
-from scheduler.daemon._metrics import CoreCollector
+from scheduler.daemon._metrics import CoreCollector, metrics_registry
 from scheduler.daemon._openapi import ACTIVE_STATUSES, APPLICATION_STATES, openapi_document
 
 __all__ = ["aggregated_state", "make_app"]
@@ -122,8 +122,7 @@ class _Api:
     def __init__(self, core: Core) -> None:
         self.core = core
         self.collector = CoreCollector()
-        self.registry = CollectorRegistry(auto_describe=False)
-        self.registry.register(self.collector)
+        self.registry = metrics_registry(self.collector)
 
     async def _part(self, request: Request, kind: str) -> Any:
         """What one partition answers to the query ``kind``: only what a list

@@ -1,0 +1,144 @@
+"""``/ws/v1/metrics`` (scheduler.daemon._metrics) for dashboards built for YuniKorn v1.2 or
+v1.8: each series asserted by name, labels and the value its scenario implies. The
+YuniKorn source each follows is named in the test's docstring."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import httpx
+import prometheus_client
+import pytest
+import pytest_asyncio
+from prometheus_client.parser import text_string_to_metric_families
+from prometheus_client.samples import Sample
+
+import scheduler
+from scheduler.daemon._rest import make_app
+from scheduler.testing import ErrorWatch, Scenario, start_scenario
+
+QUEUES = """
+partitions:
+  - name: default
+    queues:
+      - name: root
+        submitacl: "*"
+        queues:
+          - name: a
+            maxapplications: 3
+            resources:
+              guaranteed: {memory: 50, vcore: 5}
+              max: {memory: 200, vcore: 20}
+          - name: b
+"""
+
+Labels = tuple[tuple[str, str], ...]
+
+
+@pytest_asyncio.fixture
+async def s() -> AsyncIterator[Scenario]:
+    with ErrorWatch() as errors:
+        async with start_scenario(QUEUES) as scenario:
+            yield scenario
+    assert not errors, errors.report()
+
+
+@pytest_asyncio.fixture
+async def client(s: Scenario) -> AsyncIterator[httpx.AsyncClient]:
+    assert isinstance(s.core, scheduler.Core)  # start_scenario's core runs in this process
+    transport = httpx.ASGITransport(app=make_app(s.core))
+    async with httpx.AsyncClient(transport=transport, base_url="http://scheduler") as c:
+        yield c
+
+
+async def families(client: httpx.AsyncClient) -> dict[str, prometheus_client.Metric]:
+    r = await client.get("/ws/v1/metrics")
+    assert r.status_code == 200, r.text
+    return {f.name: f for f in text_string_to_metric_families(r.text)}
+
+
+def values(family: prometheus_client.Metric, suffix: str = "") -> dict[Labels, float]:
+    return {
+        tuple(sorted(x.labels.items())): x.value
+        for x in family.samples
+        if x.name == family.name + suffix
+    }
+
+
+def samples(family: prometheus_client.Metric) -> list[Sample]:
+    return list(family.samples)
+
+
+# ============================================================================== queues
+@pytest.mark.asyncio
+async def test_queue_metrics_under_yunikorn_1_8_names(
+    s: Scenario, client: httpx.AsyncClient
+) -> None:
+    """yunikorn-core v1.8.0 pkg/metrics/queue.go: one ``yunikorn_queue_resource`` family
+    with a ``queue`` label, by state and resource, ``maxRunningApps`` as the resource
+    ``apps`` (``SetQueueMaxRunningAppsMetrics``), and one ``yunikorn_queue_app`` by state;
+    the v1.2 families per queue stay beside them with the same values."""
+    await s.add_nodes("n1", "n2")
+    await s.submit("app-1", queue="root.a")
+    await s.ask("app-1", "work", count=2, memory=40, vcore=1)
+    await s.submit("app-2", queue="root.b")
+    await s.ask("app-2", "huge", memory=10_000, vcore=1)  # fits no node: stays pending
+    m = await families(client)
+    res = m["yunikorn_queue_resource"]
+    assert res.type == "gauge"
+    q = values(res)
+
+    def key(queue: str, state: str, resource: str) -> Labels:
+        return (
+            ("partition", "default"),
+            ("queue", queue),
+            ("resource", resource),
+            ("state", state),
+        )
+
+    assert q[key("root.a", "allocated", "memory")] == 80
+    assert q[key("root.a", "guaranteed", "memory")] == 50
+    assert q[key("root.a", "max", "vcore")] == 20_000  # milli-cores, as the RM sends them
+    assert q[key("root.a", "maxRunningApps", "apps")] == 3
+    assert q[key("root.b", "maxRunningApps", "apps")] == 0  # unlimited: 0, as YuniKorn
+    assert q[key("root.b", "pending", "memory")] == 10_000
+    assert q[key("root", "allocated", "memory")] == 80
+    old = values(m["yunikorn_root_a_queue_resource"])
+    assert old[(("partition", "default"), ("resource", "memory"), ("state", "allocated"))] == 80
+    apps = values(m["yunikorn_queue_app"])
+    assert apps == {
+        (("partition", "default"), ("queue", "root.a"), ("state", "running")): 1,
+        (("partition", "default"), ("queue", "root.b"), ("state", "accepted")): 1,
+    }
+    assert values(m["yunikorn_root_b_queue_app"]) == {
+        (("partition", "default"), ("state", "accepted")): 1
+    }
+
+
+# ============================================================================= runtime
+@pytest.mark.asyncio
+async def test_process_and_python_runtime_metrics(s: Scenario, client: httpx.AsyncClient) -> None:
+    """prometheus_client's ProcessCollector, PlatformCollector and GCCollector on the app's
+    registry, in the place of YuniKorn's Go runtime metrics (pkg/metrics/runtime.go)."""
+    m = await families(client)
+    memory = values(m["process_resident_memory_bytes"])
+    assert memory[()] > 1_000_000  # this process holds more than a megabyte
+    assert values(m["process_cpu_seconds"], "_total")[()] > 0
+    (info,) = samples(m["python_info"])
+    assert info.labels["implementation"] == "CPython" and info.value == 1
+    collections = values(m["python_gc_collections"], "_total")
+    assert set(collections) == {(("generation", g),) for g in ("0", "1", "2")}
+
+
+@pytest.mark.asyncio
+async def test_two_apps_have_their_own_registries(s: Scenario) -> None:
+    """Two apps in one process each register the runtime collectors on their own registry
+    (registering them twice on one would raise), and never on the default one."""
+    assert isinstance(s.core, scheduler.Core)
+    one, two = make_app(s.core), make_app(s.core)
+    assert one.state.registry is not two.state.registry
+    default = {f.name for f in prometheus_client.REGISTRY.collect()}
+    mine = {f.name for f in one.state.registry.collect()}
+    assert "process_resident_memory_bytes" in mine
+    assert not any(name.startswith("yunikorn") for name in mine)  # the core's: at a scrape
+    assert not any(name.startswith("yunikorn") for name in default)
