@@ -1,7 +1,7 @@
 """A partition's counters for YuniKorn's counter metrics (allocation attempts by state,
-application submissions by result, the scheduling and try-preemption latency
-histograms), kept in the
-partition actor per pass and per outbox flush, never per allocation. ``scheduler.daemon._metrics``
+application submissions by result, failed and decommissioned nodes, the scheduling and
+try-preemption latency histograms), kept in the partition actor per pass, per outbox
+flush and per node update, never per allocation. ``scheduler.daemon._metrics``
 turns them into Prometheus families; this module needs no Prometheus client, so the core
 does not import one.
 """
@@ -25,10 +25,15 @@ SUBMISSIONS: Final = ("accepted", "rejected")
 class SchedulingCounters:
     """A partition's counters since it started: allocation attempts by state, application
     submissions by result, and how long its scheduling passes and its preemption rounds
-    took (core's clock)."""
+    took (core's clock). ``failed_nodes``: new nodes refused because the allocations the
+    RM reported on them could not be recovered (YuniKorn v1.2's ``partition.addNode``);
+    ``decommissioned_nodes``: nodes the RM decommissioned (``DECOMISSION``, YuniKorn's
+    ``updateNode``). YuniKorn never lowers either."""
 
     __slots__ = (
         "attempts",
+        "decommissioned_nodes",
+        "failed_nodes",
         "latency",
         "latency_sum",
         "preemption_latency",
@@ -39,6 +44,8 @@ class SchedulingCounters:
     def __init__(self) -> None:
         self.attempts = dict.fromkeys(ATTEMPTS, 0)
         self.submissions = dict.fromkeys(SUBMISSIONS, 0)
+        self.failed_nodes = 0
+        self.decommissioned_nodes = 0
         self.latency = [0] * (len(LATENCY_BUCKETS) + 1)  # per bucket, the last is +Inf
         self.latency_sum = 0.0
         self.preemption_latency = [0] * (len(LATENCY_BUCKETS) + 1)
@@ -66,11 +73,11 @@ class SchedulingCounters:
         self.submissions["rejected"] += fields["app_rejected"]
 
     def info(self) -> dict[str, Any]:
-        """The counters as the state dump shows them (``schedulerMetrics``); the core has
-        no failed node state, so ``failedNodes`` stays 0."""
+        """The counters as the state dump shows them (``schedulerMetrics``)."""
         return {
             "containerAllocationAttempts": dict(self.attempts),
-            "failedNodes": 0,
+            "failedNodes": self.failed_nodes,
+            "decommissionedNodes": self.decommissioned_nodes,
             "applicationSubmissions": dict(self.submissions),
             "schedulingLatency": {"buckets": list(self.latency), "sum": self.latency_sum},
             "tryPreemptionLatency": {

@@ -129,7 +129,7 @@ class PartitionActor(Actor):
         )
         self.scheduler = Scheduler(p)
         self.preemption = PreemptionRound(p)
-        self.nodes = PartitionNodes(p)
+        self.nodes = PartitionNodes(p, self.counters)
         self.scheduler.checks_predicates = self._predicates
         p.permits.on_wait = self._watch_gang
         if self._inspects:

@@ -115,12 +115,18 @@ def _scheduler_metrics(dump: Dump) -> list[Metric]:
         apps.add_metric([state.lower()], states[state])
     nodes = GaugeMetricFamily(
         "yunikorn_scheduler_node",
-        "Nodes, by state: active (all registered), draining (not schedulable).",
+        "Nodes, by state: active (all registered), draining (not schedulable); and since "
+        "the start, as YuniKorn counts them: failed (new nodes refused for an unknown "
+        "partition or allocations that could not be recovered), decommissioned.",
         labels=["state"],
     )
     all_nodes = [n for _k, n in each_node(dump)]
+    counted = [p["schedulerMetrics"] for p in dump["partitions"] if "schedulerMetrics" in p]
     nodes.add_metric(["active"], len(all_nodes))
     nodes.add_metric(["draining"], sum(not n["schedulable"] for n in all_nodes))
+    failed = dump.get("failedNodes", 0) + sum(c["failedNodes"] for c in counted)
+    nodes.add_metric(["failed"], failed)
+    nodes.add_metric(["decommissioned"], sum(c["decommissionedNodes"] for c in counted))
     return [apps, nodes, *_node_usage(all_nodes), *_counters(dump), *_preemptions(dump)]
 
 

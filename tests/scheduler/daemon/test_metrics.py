@@ -5,6 +5,7 @@ YuniKorn source each follows is named in the test's docstring."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from typing import Any
 
 import httpx
 import prometheus_client
@@ -14,6 +15,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
 
 import scheduler
+from scheduler import si
 from scheduler.daemon._rest import make_app
 from scheduler.testing import ErrorWatch, Scenario, start_scenario
 
@@ -142,3 +144,51 @@ async def test_two_apps_have_their_own_registries(s: Scenario) -> None:
     assert "process_resident_memory_bytes" in mine
     assert not any(name.startswith("yunikorn") for name in mine)  # the core's: at a scrape
     assert not any(name.startswith("yunikorn") for name in default)
+
+
+# =============================================================================== nodes
+def node(node_id: str, action: si.ActionFromRM, **fields: Any) -> si.NodeInfo:
+    return si.NodeInfo(
+        node_id=node_id,
+        action=action,
+        schedulable_resource=si.Resource.of(memory=100, vcore=10),
+        **fields,
+    )
+
+
+@pytest.mark.asyncio
+async def test_node_states_count_failed_and_decommissioned_nodes(
+    s: Scenario, client: httpx.AsyncClient
+) -> None:
+    """yunikorn-core v1.8.0 pkg/metrics/scheduler.go ``yunikorn_scheduler_node{state}``:
+    active and draining are the nodes now; failed counts a new node for an unknown
+    partition (v1.8.0 pkg/scheduler/context.go ``addNode``) or whose allocations could not
+    be recovered (v1.2.0 pkg/scheduler/partition.go ``addNode``), decommissioned each
+    ``DECOMISSION`` (context.go ``updateNode``); neither goes down again. A duplicate node
+    id is refused without counting, as YuniKorn's ``addNodeToList`` does. The health
+    check "Failed nodes" reads the same count (pkg/scheduler/health_checker.go)."""
+    create, drain = si.ActionFromRM.CREATE, si.ActionFromRM.DRAIN_NODE
+    await s.add_nodes("n1", "n2", "n3", "n4")
+    lost = si.Allocation(allocation_key="k", uuid="u-1", application_id="nosuch", node_id="n5")
+    await s.add_nodes(
+        node("n5", create, existing_allocations=[lost]),  # its application is unknown
+        node("n6", create, attributes={si.NODE_PARTITION: "nosuch"}),
+        node("n1", create),  # already there: refused, not a failed node
+        node("n2", si.ActionFromRM.DECOMISSION),
+        node("n3", drain),
+        node("n4", drain),
+        node("n4", si.ActionFromRM.DECOMISSION),  # a draining node decommissioned
+    )
+    rejected = {n.node_id for r in s.rm.node_responses for n in r.rejected}
+    assert rejected == {"n1", "n5", "n6"}
+    m = await families(client)
+    assert values(m["yunikorn_scheduler_node"]) == {
+        (("state", "active"),): 2,  # n1, n3
+        (("state", "draining"),): 1,  # n3
+        (("state", "failed"),): 2,  # n5, n6
+        (("state", "decommissioned"),): 2,  # n2, n4
+    }
+    r = await client.get("/ws/v1/scheduler/healthcheck")
+    (check,) = [c for c in r.json()["HealthChecks"] if c["Name"] == "Failed nodes"]
+    assert check["Succeeded"] is False
+    assert check["DiagnosisMessage"] == "There were 2 failed nodes logged in the metrics"

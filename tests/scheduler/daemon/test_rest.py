@@ -756,7 +756,12 @@ async def test_scheduler_and_queue_metrics(busy: Scenario, client: httpx.AsyncCl
     assert apps[(("state", "rejected"),)] == 1
     assert apps[(("state", "completed"),)] == 1
     assert apps[(("state", "failed"),)] == 0
-    assert m["yunikorn_scheduler_node"] == {(("state", "active"),): 3, (("state", "draining"),): 1}
+    assert m["yunikorn_scheduler_node"] == {
+        (("state", "active"),): 3,
+        (("state", "draining"),): 1,
+        (("state", "failed"),): 0,
+        (("state", "decommissioned"),): 0,
+    }
     memory = m["yunikorn_scheduler_memory_node_usage_total"]
     assert sum(memory.values()) == 3
     assert memory[(("range", "[0,10%]"),)] == 1  # n3, empty
