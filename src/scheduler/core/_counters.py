@@ -1,7 +1,8 @@
 """A partition's counters for YuniKorn's counter metrics (allocation attempts by state,
-application submissions by result, failed and decommissioned nodes, the scheduling and
-try-preemption latency histograms), kept in the partition actor per pass, per outbox
-flush and per node update, never per allocation. ``scheduler.daemon._metrics``
+application submissions by result, failed and decommissioned nodes, the scheduling,
+try-node and try-preemption latency histograms), kept in the partition actor per pass,
+per outbox flush and per node update; the pass itself adds only the try-node latency of
+each allocation (two clock reads: see ``Scheduler._schedule``). ``scheduler.daemon._metrics``
 turns them into Prometheus families; this module needs no Prometheus client, so the core
 does not import one.
 """
@@ -25,8 +26,12 @@ SUBMISSIONS: Final = ("accepted", "rejected")
 class SchedulingCounters:
     """A partition's counters since it started: allocation attempts by state, application
     submissions by result, and how long its scheduling passes and its preemption rounds
-    took (core's clock). ``failed_nodes``: new nodes refused because the allocations the
-    RM reported on them could not be recovered (YuniKorn v1.2's ``partition.addNode``);
+    took (core's clock). ``try_node``: how long each allocation took from trying its node
+    to having it allocated (the RM's predicates included, if it checks them; YuniKorn's
+    ``trynode_latency``, observed only for a node that took the ask, as YuniKorn does),
+    per bucket of ``LATENCY_BUCKETS``, the last +Inf. ``failed_nodes``: new nodes refused
+    because the allocations the RM reported on them could not be recovered (YuniKorn
+    v1.2's ``partition.addNode``);
     ``decommissioned_nodes``: nodes the RM decommissioned (``DECOMISSION``, YuniKorn's
     ``updateNode``). YuniKorn never lowers either."""
 
@@ -39,6 +44,8 @@ class SchedulingCounters:
         "preemption_latency",
         "preemption_latency_sum",
         "submissions",
+        "try_node",
+        "try_node_sum",
     )
 
     def __init__(self) -> None:
@@ -50,6 +57,8 @@ class SchedulingCounters:
         self.latency_sum = 0.0
         self.preemption_latency = [0] * (len(LATENCY_BUCKETS) + 1)
         self.preemption_latency_sum = 0.0
+        self.try_node = [0] * (len(LATENCY_BUCKETS) + 1)
+        self.try_node_sum = 0.0
 
     def observe_pass(self, seconds: float) -> None:
         """One scheduling pass took ``seconds``."""
@@ -60,6 +69,12 @@ class SchedulingCounters:
         """One preemption round took ``seconds`` (YuniKorn's ``trypreemption_latency``)."""
         self.preemption_latency[bisect_left(LATENCY_BUCKETS, seconds)] += 1
         self.preemption_latency_sum += seconds
+
+    def observe_try_node(self, seconds: float) -> None:
+        """One node took an ask in ``seconds`` (YuniKorn's ``trynode_latency``); the pass
+        without predicates updates ``try_node`` itself, as this does."""
+        self.try_node[bisect_left(LATENCY_BUCKETS, seconds)] += 1
+        self.try_node_sum += seconds
 
     def count_flush(self, entries: Iterable[tuple[str, object]]) -> None:
         """What one flush of the outbox tells the RM, counted by field in one go, so the
@@ -80,6 +95,7 @@ class SchedulingCounters:
             "decommissionedNodes": self.decommissioned_nodes,
             "applicationSubmissions": dict(self.submissions),
             "schedulingLatency": {"buckets": list(self.latency), "sum": self.latency_sum},
+            "tryNodeLatency": {"buckets": list(self.try_node), "sum": self.try_node_sum},
             "tryPreemptionLatency": {
                 "buckets": list(self.preemption_latency),
                 "sum": self.preemption_latency_sum,

@@ -127,7 +127,7 @@ class PartitionActor(Actor):
             timeouts=self._timeouts,
             directory=self._directory,
         )
-        self.scheduler = Scheduler(p)
+        self.scheduler = Scheduler(p, self.counters)
         self.preemption = PreemptionRound(p)
         self.nodes = PartitionNodes(p, self.counters)
         self.scheduler.checks_predicates = self._predicates
@@ -416,12 +416,14 @@ class PartitionActor(Actor):
                     node_id=proposal.node.node_id,
                     allocate=proposal.replace is None,
                 )
+                start = p.clock()  # YuniKorn's trynode latency: the RM's predicates included
                 try:
                     allowed = bool(await self._callback.ask(question))
                 except (AskTimeoutError, ActorDeadError) as exc:
                     p.log.warning("predicates for {} not answered ({}): refused", question, exc)
                     allowed = False
-                scheduler.predicates_checked(proposal, allowed)
+                if scheduler.predicates_checked(proposal, allowed) is not None:
+                    self.counters.observe_try_node(p.clock() - start)
         finally:
             self._checking = False
 

@@ -130,12 +130,35 @@ def _scheduler_metrics(dump: Dump) -> list[Metric]:
     return [apps, nodes, *_node_usage(all_nodes), *_counters(dump), *_preemptions(dump)]
 
 
+# (family, help, key of the partition's ``schedulerMetrics``): YuniKorn's latency
+# histograms (pkg/metrics/scheduler.go), observed in seconds on the core's clock.
+_HISTOGRAMS: Final = (
+    (
+        "yunikorn_scheduler_scheduling_latency_milliseconds",
+        "Latency of a scheduling pass, in seconds (YuniKorn's name), on the core's clock.",
+        "schedulingLatency",
+    ),
+    (
+        "yunikorn_scheduler_trynode_latency_milliseconds",
+        "Latency of trying a node that took an ask, to its allocation (the RM's predicates "
+        "included, if it checks them), in seconds (YuniKorn's name), on the core's clock.",
+        "tryNodeLatency",
+    ),
+    (
+        "yunikorn_scheduler_trypreemption_latency_milliseconds",
+        "Latency of a preemption round after a pass, in seconds (YuniKorn's name), on the "
+        "core's clock.",
+        "tryPreemptionLatency",
+    ),
+)
+
+
 def _counters(dump: Dump) -> list[Metric]:
-    """YuniKorn's counters and latency histogram, added up over the partitions."""
+    """YuniKorn's counters and latency histograms, added up over the partitions."""
     attempts = dict.fromkeys(ATTEMPTS, 0)
     submissions = dict.fromkeys(SUBMISSIONS, 0)
-    latency, latency_sum = [0] * (len(LATENCY_BUCKETS) + 1), 0.0
-    preemption, preemption_sum = [0] * (len(LATENCY_BUCKETS) + 1), 0.0
+    buckets = {key: [0] * (len(LATENCY_BUCKETS) + 1) for _name, _doc, key in _HISTOGRAMS}
+    sums = dict.fromkeys(buckets, 0.0)
     for part in dump["partitions"]:
         info = part.get("schedulerMetrics")
         if info is None:
@@ -146,14 +169,10 @@ def _counters(dump: Dump) -> list[Metric]:
         ):
             for name, n in info[key].items():
                 totals[name] += n
-        latency = [
-            a + b for a, b in zip(latency, info["schedulingLatency"]["buckets"], strict=True)
-        ]
-        latency_sum += info["schedulingLatency"]["sum"]
-        preemption = [
-            a + b for a, b in zip(preemption, info["tryPreemptionLatency"]["buckets"], strict=True)
-        ]
-        preemption_sum += info["tryPreemptionLatency"]["sum"]
+        for key, counts in buckets.items():
+            for i, n in enumerate(info[key]["buckets"]):
+                counts[i] += n
+            sums[key] += info[key]["sum"]
     allocation = CounterMetricFamily(
         "yunikorn_scheduler_container_allocation_attempt",
         "Attempts to allocate containers, by state: allocated, rejected, error, released.",
@@ -168,20 +187,8 @@ def _counters(dump: Dump) -> list[Metric]:
     )
     for name, n in submissions.items():
         submission.add_metric([name], n)
-    histogram = _histogram(
-        "yunikorn_scheduler_scheduling_latency_milliseconds",
-        "Latency of a scheduling pass, in seconds (YuniKorn's name), on the core's clock.",
-        latency,
-        latency_sum,
-    )
-    try_preemption = _histogram(
-        "yunikorn_scheduler_trypreemption_latency_milliseconds",
-        "Latency of a preemption round after a pass, in seconds (YuniKorn's name), on the "
-        "core's clock.",
-        preemption,
-        preemption_sum,
-    )
-    return [allocation, submission, histogram, try_preemption]
+    histograms = [_histogram(name, doc, buckets[key], sums[key]) for name, doc, key in _HISTOGRAMS]
+    return [allocation, submission, *histograms]
 
 
 def _histogram(name: str, doc: str, counts: list[int], total: float) -> HistogramMetricFamily:

@@ -17,7 +17,7 @@ from prometheus_client.samples import Sample
 import scheduler
 from scheduler import si
 from scheduler.daemon._rest import make_app
-from scheduler.testing import ErrorWatch, Scenario, start_scenario
+from scheduler.testing import ErrorWatch, RecordingCallback, Scenario, start_scenario
 
 QUEUES = """
 partitions:
@@ -192,3 +192,65 @@ async def test_node_states_count_failed_and_decommissioned_nodes(
     (check,) = [c for c in r.json()["HealthChecks"] if c["Name"] == "Failed nodes"]
     assert check["Succeeded"] is False
     assert check["DiagnosisMessage"] == "There were 2 failed nodes logged in the metrics"
+
+
+# ============================================================================ latency
+TRY_NODE = "yunikorn_scheduler_trynode_latency_milliseconds"
+
+
+def histogram(family: prometheus_client.Metric) -> tuple[dict[str, float], float, float]:
+    """A histogram's cumulative buckets by bound, its count and its sum."""
+    assert family.type == "histogram"
+    buckets = {x.labels["le"]: x.value for x in family.samples if x.name == family.name + "_bucket"}
+    return buckets, values(family, "_count")[()], values(family, "_sum")[()]
+
+
+@pytest.mark.asyncio
+async def test_try_node_latency_is_observed_per_allocation(
+    s: Scenario, client: httpx.AsyncClient
+) -> None:
+    """yunikorn-core v1.2.0 pkg/metrics/scheduler.go ``trynode_latency_milliseconds``:
+    YuniKorn's buckets (ExponentialBuckets(0.0001, 10, 6), in seconds), one observation
+    per node that took an ask (pkg/scheduler/objects/application.go ``tryNodes``), on the
+    core's clock: on the manual clock every one takes 0 s."""
+    await s.add_nodes("n1", "n2")
+    await s.submit("app-1", queue="root.a")
+    await s.ask("app-1", "work", count=3, memory=10, vcore=1)
+    await s.ask("app-1", "huge", memory=10_000, vcore=1)  # no node takes it: not observed
+    m = await families(client)
+    buckets, count, total = histogram(m[TRY_NODE])
+    assert count == 3 == len(s.rm.allocations)
+    assert buckets == dict.fromkeys(["0.0001", "0.001", "0.01", "0.1", "1.0", "10.0", "+Inf"], 3)
+    assert total == 0
+
+
+class Picky(RecordingCallback):
+    """Refuses every node but ``n2``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.asked: list[str] = []
+
+    async def predicates(self, args: si.PredicatesArgs) -> bool:
+        self.asked.append(args.node_id)
+        return args.node_id == "n2"
+
+
+@pytest.mark.asyncio
+async def test_try_node_latency_with_predicates_counts_the_node_that_took_the_ask() -> None:
+    """With an RM that checks predicates, the observation spans its answer; a node it
+    refused is not observed (YuniKorn observes ``tryNode`` only when it allocated)."""
+    with ErrorWatch() as errors:
+        async with start_scenario(QUEUES, rm=Picky()) as s:
+            assert isinstance(s.core, scheduler.Core) and isinstance(s.rm, Picky)
+            await s.add_nodes("n1", "n2")
+            await s.submit("app-1", queue="root.a")
+            await s.ask("app-1", "work", memory=10, vcore=1)
+            assert s.rm.asked == ["n1", "n2"]  # equal nodes in id order: n1 refused first
+            assert [a.node_id for a in s.rm.allocations] == ["n2"]
+            transport = httpx.ASGITransport(app=make_app(s.core))
+            async with httpx.AsyncClient(transport=transport, base_url="http://x") as client:
+                m = await families(client)
+            _buckets, count, _total = histogram(m[TRY_NODE])
+            assert count == 1
+    assert not errors, errors.report()
