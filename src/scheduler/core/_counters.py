@@ -33,11 +33,13 @@ class SchedulingCounters:
     because the allocations the RM reported on them could not be recovered (YuniKorn
     v1.2's ``partition.addNode``);
     ``decommissioned_nodes``: nodes the RM decommissioned (``DECOMISSION``, YuniKorn's
-    ``updateNode``). YuniKorn never lowers either."""
+    ``updateNode``). YuniKorn never lowers either. ``events_created``: the events the
+    partition made for the RM (YuniKorn's ``IncEventsCreated``), counted per flush."""
 
     __slots__ = (
         "attempts",
         "decommissioned_nodes",
+        "events_created",
         "failed_nodes",
         "latency",
         "latency_sum",
@@ -53,6 +55,7 @@ class SchedulingCounters:
         self.submissions = dict.fromkeys(SUBMISSIONS, 0)
         self.failed_nodes = 0
         self.decommissioned_nodes = 0
+        self.events_created = 0
         self.latency = [0] * (len(LATENCY_BUCKETS) + 1)  # per bucket, the last is +Inf
         self.latency_sum = 0.0
         self.preemption_latency = [0] * (len(LATENCY_BUCKETS) + 1)
@@ -76,10 +79,12 @@ class SchedulingCounters:
         self.try_node[bisect_left(LATENCY_BUCKETS, seconds)] += 1
         self.try_node_sum += seconds
 
-    def count_flush(self, entries: Iterable[tuple[str, object]]) -> None:
+    def count_flush(self, entries: Iterable[tuple[str, object]], events: int = 0) -> None:
         """What one flush of the outbox tells the RM, counted by field in one go, so the
-        pass itself counts nothing per allocation. An allocation counts when the RM hears
-        of it (a permit gang's member held back counts when the gang lets it go)."""
+        pass itself counts nothing per allocation: its ``entries`` and ``events`` events.
+        An allocation counts when the RM hears of it (a permit gang's member held back
+        counts when the gang lets it go)."""
+        self.events_created += events
         fields = Counter(field for field, _item in entries)
         self.attempts["allocated"] += fields["new"]
         self.attempts["rejected"] += fields["rejected"]
@@ -93,6 +98,7 @@ class SchedulingCounters:
             "containerAllocationAttempts": dict(self.attempts),
             "failedNodes": self.failed_nodes,
             "decommissionedNodes": self.decommissioned_nodes,
+            "eventsCreated": self.events_created,
             "applicationSubmissions": dict(self.submissions),
             "schedulingLatency": {"buckets": list(self.latency), "sum": self.latency_sum},
             "tryNodeLatency": {"buckets": list(self.try_node), "sum": self.try_node_sum},

@@ -534,7 +534,7 @@ class PartitionActor(Actor):
     def _flush(self) -> None:
         outbox = self.partition.outbox
         if outbox:
-            self.counters.count_flush(outbox.entries)
+            self.counters.count_flush(outbox.entries, len(outbox.events))
             for kind, payload in outbox.flush():
                 self._callback.tell(Outbound(kind=kind, payload=payload))
 

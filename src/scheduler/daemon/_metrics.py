@@ -27,6 +27,7 @@ from scheduler.core import (
     LATENCY_BUCKETS,
     SUBMISSIONS,
     AppState,
+    Core,
     SchedulingCounters,
 )
 from scheduler.daemon._health import Dump, each_app, each_node, partition_name, walk_queue
@@ -36,6 +37,7 @@ __all__ = [
     "CoreCollector",
     "SchedulingCounters",
     "actor_kind",
+    "event_families",
     "metric_families",
     "metric_name",
     "metrics_registry",
@@ -65,13 +67,44 @@ _USAGE_BUCKETS: Final = (
 
 
 class CoreCollector:
-    """Prometheus collector over the state dump that the scrape in progress read."""
+    """Prometheus collector over the state dump that the scrape in progress read, and the
+    event log of ``core`` (its events count since the core started, the dump's partitions
+    only since their RM registered)."""
 
-    def __init__(self) -> None:
+    def __init__(self, core: Core | None = None) -> None:
+        self.core = core
         self.dump: Dump | None = None
 
     def collect(self) -> Iterable[Metric]:
-        return metric_families(self.dump) if self.dump is not None else []
+        if self.dump is None:
+            return []
+        logged = self.core.events.highest_id + 1 if self.core is not None else None
+        return [*metric_families(self.dump), *event_families(self.dump, logged)]
+
+
+def event_families(dump: Dump, logged: int | None) -> list[Metric]:
+    """YuniKorn's event counters (pkg/metrics/event.go: gauges, though YuniKorn v1.2 and
+    v1.8 never register them), those with a counterpart here: the events the partitions
+    created, and the events the core's log took as the callback sent them to the RM
+    (``logged``, None without a core). YuniKorn's channel and store, which may be full,
+    have none: no ``channeled``, ``not_channeled``, ``stored`` or ``not_stored``."""
+    created = GaugeMetricFamily(
+        "yunikorn_event_total_created",
+        "Events created by the partitions since their RM registered.",
+    )
+    created.add_metric([], sum(p["schedulerMetrics"]["eventsCreated"] for p in _counted(dump)))
+    if logged is None:
+        return [created]
+    processed = GaugeMetricFamily(
+        "yunikorn_event_total_processed",
+        "Events the core logged and sent to the RMs, since the core started.",
+    )
+    processed.add_metric([], logged)
+    return [created, processed]
+
+
+def _counted(dump: Dump) -> list[Dump]:
+    return [p for p in dump["partitions"] if "schedulerMetrics" in p]
 
 
 def metrics_registry(collector: CoreCollector) -> CollectorRegistry:
@@ -121,7 +154,7 @@ def _scheduler_metrics(dump: Dump) -> list[Metric]:
         labels=["state"],
     )
     all_nodes = [n for _k, n in each_node(dump)]
-    counted = [p["schedulerMetrics"] for p in dump["partitions"] if "schedulerMetrics" in p]
+    counted = [p["schedulerMetrics"] for p in _counted(dump)]
     nodes.add_metric(["active"], len(all_nodes))
     nodes.add_metric(["draining"], sum(not n["schedulable"] for n in all_nodes))
     failed = dump.get("failedNodes", 0) + sum(c["failedNodes"] for c in counted)

@@ -121,7 +121,7 @@ class _Api:
 
     def __init__(self, core: Core) -> None:
         self.core = core
-        self.collector = CoreCollector()
+        self.collector = CoreCollector(core)
         self.registry = metrics_registry(self.collector)
 
     async def _part(self, request: Request, kind: str) -> Any:

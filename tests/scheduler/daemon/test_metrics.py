@@ -254,3 +254,28 @@ async def test_try_node_latency_with_predicates_counts_the_node_that_took_the_as
             _buckets, count, _total = histogram(m[TRY_NODE])
             assert count == 1
     assert not errors, errors.report()
+
+
+# ============================================================================== events
+@pytest.mark.asyncio
+async def test_event_counters(s: Scenario, client: httpx.AsyncClient) -> None:
+    """yunikorn-core v1.8.0 pkg/metrics/event.go: ``yunikorn_event_total_created`` (each
+    event made, pkg/events/event_system.go ``AddEvent``) and ``..._processed`` (each event
+    the event system handled), gauges as YuniKorn declares them. Created counts since the
+    partition's RM registered, as the partitions' other counters do; processed counts
+    every event the RM got since the core started."""
+    await s.add_nodes("n1", "n2")
+    await s.submit("app-1", queue="root.a")
+    await s.ask("app-1", "work", memory=10, vcore=1)
+    sent = len(s.rm.events)
+    assert sent >= 3  # two nodes added, at least one application event
+    m = await families(client)
+    assert m["yunikorn_event_total_created"].type == "gauge"
+    assert values(m["yunikorn_event_total_created"]) == {(): sent}
+    assert values(m["yunikorn_event_total_processed"]) == {(): sent}
+    await s.register(QUEUES)  # new partitions: their counters start again
+    await s.add_nodes("n3")
+    m = await families(client)
+    assert values(m["yunikorn_event_total_created"]) == {(): len(s.rm.events) - sent}
+    assert values(m["yunikorn_event_total_processed"]) == {(): len(s.rm.events)}
+    assert len(s.rm.events) > sent
