@@ -1,6 +1,6 @@
 """A partition's counters for YuniKorn's counter metrics (allocation attempts by state,
 application submissions by result, failed and decommissioned nodes, the scheduling,
-try-node and try-preemption latency histograms), kept in the partition actor per pass,
+try-node, node sorting and try-preemption latency histograms), kept in the partition actor per pass,
 per outbox flush and per node update; the pass itself adds only the try-node latency of
 each allocation (two clock reads: see ``Scheduler._schedule``). ``scheduler.daemon._metrics``
 turns them into Prometheus families; this module needs no Prometheus client, so the core
@@ -29,7 +29,10 @@ class SchedulingCounters:
     took (core's clock). ``try_node``: how long each allocation took from trying its node
     to having it allocated (the RM's predicates included, if it checks them; YuniKorn's
     ``trynode_latency``, observed only for a node that took the ask, as YuniKorn does),
-    per bucket of ``LATENCY_BUCKETS``, the last +Inf. ``failed_nodes``: new nodes refused
+    per bucket of ``LATENCY_BUCKETS``, the last +Inf. ``node_sorting``: how long each sort
+    of all the nodes took (YuniKorn v1.2's ``node_sorting_latency{level="node"}``): the
+    pass sorts them only when an ask may reserve one, once per size and pass, by how close
+    each comes to holding it. ``failed_nodes``: new nodes refused
     because the allocations the RM reported on them could not be recovered (YuniKorn
     v1.2's ``partition.addNode``);
     ``decommissioned_nodes``: nodes the RM decommissioned (``DECOMISSION``, YuniKorn's
@@ -43,6 +46,8 @@ class SchedulingCounters:
         "failed_nodes",
         "latency",
         "latency_sum",
+        "node_sorting",
+        "node_sorting_sum",
         "preemption_latency",
         "preemption_latency_sum",
         "submissions",
@@ -62,6 +67,8 @@ class SchedulingCounters:
         self.preemption_latency_sum = 0.0
         self.try_node = [0] * (len(LATENCY_BUCKETS) + 1)
         self.try_node_sum = 0.0
+        self.node_sorting = [0] * (len(LATENCY_BUCKETS) + 1)
+        self.node_sorting_sum = 0.0
 
     def observe_pass(self, seconds: float) -> None:
         """One scheduling pass took ``seconds``."""
@@ -78,6 +85,11 @@ class SchedulingCounters:
         without predicates updates ``try_node`` itself, as this does."""
         self.try_node[bisect_left(LATENCY_BUCKETS, seconds)] += 1
         self.try_node_sum += seconds
+
+    def observe_node_sorting(self, seconds: float) -> None:
+        """One sort of all the nodes took ``seconds``."""
+        self.node_sorting[bisect_left(LATENCY_BUCKETS, seconds)] += 1
+        self.node_sorting_sum += seconds
 
     def count_flush(self, entries: Iterable[tuple[str, object]], events: int = 0) -> None:
         """What one flush of the outbox tells the RM, counted by field in one go, so the
@@ -102,6 +114,10 @@ class SchedulingCounters:
             "applicationSubmissions": dict(self.submissions),
             "schedulingLatency": {"buckets": list(self.latency), "sum": self.latency_sum},
             "tryNodeLatency": {"buckets": list(self.try_node), "sum": self.try_node_sum},
+            "nodeSortingLatency": {
+                "buckets": list(self.node_sorting),
+                "sum": self.node_sorting_sum,
+            },
             "tryPreemptionLatency": {
                 "buckets": list(self.preemption_latency),
                 "sum": self.preemption_latency_sum,

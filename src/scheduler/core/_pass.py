@@ -32,7 +32,8 @@ class Scheduler(Walk):
 
     def __init__(self, partition: Partition, counters: SchedulingCounters | None = None) -> None:
         super().__init__(partition)
-        self.counters = SchedulingCounters() if counters is None else counters
+        if counters is not None:
+            self.counters = counters
 
     # ========================================================================== the pass
     def schedule(self, limit: int = 10_000) -> int:

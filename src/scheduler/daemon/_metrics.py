@@ -163,25 +163,37 @@ def _scheduler_metrics(dump: Dump) -> list[Metric]:
     return [apps, nodes, *_node_usage(all_nodes), *_counters(dump), *_preemptions(dump)]
 
 
-# (family, help, key of the partition's ``schedulerMetrics``): YuniKorn's latency
-# histograms (pkg/metrics/scheduler.go), observed in seconds on the core's clock.
-_HISTOGRAMS: Final = (
+# (family, help, key of the partition's ``schedulerMetrics``, level): YuniKorn's latency
+# histograms (pkg/metrics/scheduler.go), observed in seconds on the core's clock; a
+# level is the ``level`` label of the node sorting one.
+_HISTOGRAMS: Final[tuple[tuple[str, str, str, str | None], ...]] = (
     (
         "yunikorn_scheduler_scheduling_latency_milliseconds",
         "Latency of a scheduling pass, in seconds (YuniKorn's name), on the core's clock.",
         "schedulingLatency",
+        None,
     ),
     (
         "yunikorn_scheduler_trynode_latency_milliseconds",
         "Latency of trying a node that took an ask, to its allocation (the RM's predicates "
         "included, if it checks them), in seconds (YuniKorn's name), on the core's clock.",
         "tryNodeLatency",
+        None,
+    ),
+    (
+        "yunikorn_scheduler_node_sorting_latency_milliseconds",
+        "Latency of sorting all nodes, by level: node (by how close each comes to holding "
+        "an ask that may reserve one, once per size and pass), in seconds (YuniKorn's "
+        "name), on the core's clock.",
+        "nodeSortingLatency",
+        "node",
     ),
     (
         "yunikorn_scheduler_trypreemption_latency_milliseconds",
         "Latency of a preemption round after a pass, in seconds (YuniKorn's name), on the "
         "core's clock.",
         "tryPreemptionLatency",
+        None,
     ),
 )
 
@@ -190,7 +202,7 @@ def _counters(dump: Dump) -> list[Metric]:
     """YuniKorn's counters and latency histograms, added up over the partitions."""
     attempts = dict.fromkeys(ATTEMPTS, 0)
     submissions = dict.fromkeys(SUBMISSIONS, 0)
-    buckets = {key: [0] * (len(LATENCY_BUCKETS) + 1) for _name, _doc, key in _HISTOGRAMS}
+    buckets = {key: [0] * (len(LATENCY_BUCKETS) + 1) for _name, _doc, key, _l in _HISTOGRAMS}
     sums = dict.fromkeys(buckets, 0.0)
     for part in dump["partitions"]:
         info = part.get("schedulerMetrics")
@@ -220,17 +232,27 @@ def _counters(dump: Dump) -> list[Metric]:
     )
     for name, n in submissions.items():
         submission.add_metric([name], n)
-    histograms = [_histogram(name, doc, buckets[key], sums[key]) for name, doc, key in _HISTOGRAMS]
+    histograms = [
+        _histogram(name, doc, buckets[key], sums[key], level)
+        for name, doc, key, level in _HISTOGRAMS
+    ]
     return [allocation, submission, *histograms]
 
 
-def _histogram(name: str, doc: str, counts: list[int], total: float) -> HistogramMetricFamily:
-    """A histogram of ``LATENCY_BUCKETS`` from the count in each bucket (the last: +Inf)."""
+def _histogram(
+    name: str, doc: str, counts: list[int], total: float, level: str | None = None
+) -> HistogramMetricFamily:
+    """A histogram of ``LATENCY_BUCKETS`` from the count in each bucket (the last: +Inf),
+    with the label ``level`` if one is given."""
     cumulative, buckets = 0, []
     for bound, n in zip((*map(str, LATENCY_BUCKETS), "+Inf"), counts, strict=True):
         cumulative += n
         buckets.append((bound, cumulative))
-    return HistogramMetricFamily(name, doc, buckets=buckets, sum_value=total)
+    if level is None:
+        return HistogramMetricFamily(name, doc, buckets=buckets, sum_value=total)
+    family = HistogramMetricFamily(name, doc, labels=["level"])
+    family.add_metric([level], buckets, total)
+    return family
 
 
 # (family, help, label, ((label value, key of the partition's preemption totals), ...))

@@ -202,7 +202,9 @@ def histogram(family: prometheus_client.Metric) -> tuple[dict[str, float], float
     """A histogram's cumulative buckets by bound, its count and its sum."""
     assert family.type == "histogram"
     buckets = {x.labels["le"]: x.value for x in family.samples if x.name == family.name + "_bucket"}
-    return buckets, values(family, "_count")[()], values(family, "_sum")[()]
+    (count,) = values(family, "_count").values()  # one series (with its level, if any)
+    (total,) = values(family, "_sum").values()
+    return buckets, count, total
 
 
 @pytest.mark.asyncio
@@ -279,3 +281,31 @@ async def test_event_counters(s: Scenario, client: httpx.AsyncClient) -> None:
     assert values(m["yunikorn_event_total_created"]) == {(): len(s.rm.events) - sent}
     assert values(m["yunikorn_event_total_processed"]) == {(): len(s.rm.events)}
     assert len(s.rm.events) > sent
+
+
+NODE_SORTING = "yunikorn_scheduler_node_sorting_latency_milliseconds"
+
+
+@pytest.mark.asyncio
+async def test_node_sorting_latency_is_observed_when_an_ask_may_reserve(
+    s: Scenario, client: httpx.AsyncClient
+) -> None:
+    """yunikorn-core v1.2.0 pkg/metrics/scheduler.go ``node_sorting_latency_milliseconds``
+    with ``level="node"`` (pkg/scheduler/objects/node_collection.go sorts every node for
+    an ask): the core sorts all nodes only when an ask has waited long enough to reserve
+    one (pkg/scheduler/objects/application.go ``tryNodes``: the node closest to fitting),
+    once per size and pass. Nothing is observed before that."""
+    await s.add_nodes("n1", "n2", memory=100, vcore=10)
+    await s.submit("app-1", queue="root.a")
+    await s.ask("app-1", "half", count=2, memory=50, vcore=1)  # one on each node
+    await s.ask("app-1", "big", memory=95, vcore=1)  # no room on either: waits
+    buckets, count, _total = histogram((await families(client))[NODE_SORTING])
+    assert count == 0 and buckets["+Inf"] == 0
+    await s.advance(3)  # past the reservation delay (2 s): it reserves a node
+    info = await s.core.get_application("default", "app-1")
+    assert info["reservations"]  # the sort picked the node it reserved
+    family = (await families(client))[NODE_SORTING]
+    assert {x.labels["level"] for x in family.samples} == {"node"}
+    buckets, count, total = histogram(family)
+    assert count == 1 == buckets["0.0001"]  # 0 s on the manual clock
+    assert total == 0
