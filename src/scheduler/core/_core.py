@@ -586,10 +586,9 @@ class Core:
 
     async def state_dump(self, *, detail: bool = True) -> dict[str, Any]:
         """Every partition, queue, application and node in one JSON-able document;
-        ``resourceManagerStates`` is ``get_resource_managers()``. Without ``detail`` the
-        applications have no ``requests`` or ``allocations`` and the nodes no
-        ``allocations`` (what ``/ws/v1/metrics`` reads at each scrape): it costs per
-        application, queue and node, however many asks wait."""
+        ``resourceManagerStates`` is ``get_resource_managers()``, ``failedNodes`` the new
+        nodes refused before a partition. Without ``detail``, no asks or allocations are
+        listed (``/ws/v1/metrics`` at each scrape): it costs per application, queue, node."""
         kind = "dump" if detail else "summary"
         partitions = []
         # Copies: an RM may register (or stop) while the partitions answer.
@@ -604,6 +603,7 @@ class Core:
             "resourceManagers": sorted(self._registrations),
             "resourceManagerStates": await self.get_resource_managers(),
             "partitions": partitions,
+            "failedNodes": self.proxy.failed_nodes,
             "actors": {name: _stats(s) for name, s in self.system.stats().items()},
             "retiredActors": {k: _stats(s) for k, s in self.system.retired_stats().items()},
         }

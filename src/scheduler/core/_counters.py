@@ -1,7 +1,8 @@
 """A partition's counters for YuniKorn's counter metrics (allocation attempts by state,
-application submissions by result, the scheduling and try-preemption latency
-histograms), kept in the
-partition actor per pass and per outbox flush, never per allocation. ``scheduler.daemon._metrics``
+application submissions by result, failed and decommissioned nodes, the scheduling,
+try-node, node sorting and try-preemption latency histograms), kept in the partition actor per pass,
+per outbox flush and per node update; the pass itself adds only the try-node latency of
+each allocation (two clock reads: see ``Scheduler._schedule``). ``scheduler.daemon._metrics``
 turns them into Prometheus families; this module needs no Prometheus client, so the core
 does not import one.
 """
@@ -25,24 +26,49 @@ SUBMISSIONS: Final = ("accepted", "rejected")
 class SchedulingCounters:
     """A partition's counters since it started: allocation attempts by state, application
     submissions by result, and how long its scheduling passes and its preemption rounds
-    took (core's clock)."""
+    took (core's clock). ``try_node``: how long each allocation took from trying its node
+    to having it allocated (the RM's predicates included, if it checks them; YuniKorn's
+    ``trynode_latency``, observed only for a node that took the ask, as YuniKorn does),
+    per bucket of ``LATENCY_BUCKETS``, the last +Inf. ``node_sorting``: how long each sort
+    of all the nodes took (YuniKorn v1.2's ``node_sorting_latency{level="node"}``): the
+    pass sorts them only when an ask may reserve one, once per size and pass, by how close
+    each comes to holding it. ``failed_nodes``: new nodes refused
+    because the allocations the RM reported on them could not be recovered (YuniKorn
+    v1.2's ``partition.addNode``);
+    ``decommissioned_nodes``: nodes the RM decommissioned (``DECOMISSION``, YuniKorn's
+    ``updateNode``). YuniKorn never lowers either. ``events_created``: the events the
+    partition made for the RM (YuniKorn's ``IncEventsCreated``), counted per flush."""
 
     __slots__ = (
         "attempts",
+        "decommissioned_nodes",
+        "events_created",
+        "failed_nodes",
         "latency",
         "latency_sum",
+        "node_sorting",
+        "node_sorting_sum",
         "preemption_latency",
         "preemption_latency_sum",
         "submissions",
+        "try_node",
+        "try_node_sum",
     )
 
     def __init__(self) -> None:
         self.attempts = dict.fromkeys(ATTEMPTS, 0)
         self.submissions = dict.fromkeys(SUBMISSIONS, 0)
+        self.failed_nodes = 0
+        self.decommissioned_nodes = 0
+        self.events_created = 0
         self.latency = [0] * (len(LATENCY_BUCKETS) + 1)  # per bucket, the last is +Inf
         self.latency_sum = 0.0
         self.preemption_latency = [0] * (len(LATENCY_BUCKETS) + 1)
         self.preemption_latency_sum = 0.0
+        self.try_node = [0] * (len(LATENCY_BUCKETS) + 1)
+        self.try_node_sum = 0.0
+        self.node_sorting = [0] * (len(LATENCY_BUCKETS) + 1)
+        self.node_sorting_sum = 0.0
 
     def observe_pass(self, seconds: float) -> None:
         """One scheduling pass took ``seconds``."""
@@ -54,10 +80,23 @@ class SchedulingCounters:
         self.preemption_latency[bisect_left(LATENCY_BUCKETS, seconds)] += 1
         self.preemption_latency_sum += seconds
 
-    def count_flush(self, entries: Iterable[tuple[str, object]]) -> None:
+    def observe_try_node(self, seconds: float) -> None:
+        """One node took an ask in ``seconds`` (YuniKorn's ``trynode_latency``); the pass
+        without predicates updates ``try_node`` itself, as this does."""
+        self.try_node[bisect_left(LATENCY_BUCKETS, seconds)] += 1
+        self.try_node_sum += seconds
+
+    def observe_node_sorting(self, seconds: float) -> None:
+        """One sort of all the nodes took ``seconds``."""
+        self.node_sorting[bisect_left(LATENCY_BUCKETS, seconds)] += 1
+        self.node_sorting_sum += seconds
+
+    def count_flush(self, entries: Iterable[tuple[str, object]], events: int = 0) -> None:
         """What one flush of the outbox tells the RM, counted by field in one go, so the
-        pass itself counts nothing per allocation. An allocation counts when the RM hears
-        of it (a permit gang's member held back counts when the gang lets it go)."""
+        pass itself counts nothing per allocation: its ``entries`` and ``events`` events.
+        An allocation counts when the RM hears of it (a permit gang's member held back
+        counts when the gang lets it go)."""
+        self.events_created += events
         fields = Counter(field for field, _item in entries)
         self.attempts["allocated"] += fields["new"]
         self.attempts["rejected"] += fields["rejected"]
@@ -66,13 +105,19 @@ class SchedulingCounters:
         self.submissions["rejected"] += fields["app_rejected"]
 
     def info(self) -> dict[str, Any]:
-        """The counters as the state dump shows them (``schedulerMetrics``); the core has
-        no failed node state, so ``failedNodes`` stays 0."""
+        """The counters as the state dump shows them (``schedulerMetrics``)."""
         return {
             "containerAllocationAttempts": dict(self.attempts),
-            "failedNodes": 0,
+            "failedNodes": self.failed_nodes,
+            "decommissionedNodes": self.decommissioned_nodes,
+            "eventsCreated": self.events_created,
             "applicationSubmissions": dict(self.submissions),
             "schedulingLatency": {"buckets": list(self.latency), "sum": self.latency_sum},
+            "tryNodeLatency": {"buckets": list(self.try_node), "sum": self.try_node_sum},
+            "nodeSortingLatency": {
+                "buckets": list(self.node_sorting),
+                "sum": self.node_sorting_sum,
+            },
             "tryPreemptionLatency": {
                 "buckets": list(self.preemption_latency),
                 "sum": self.preemption_latency_sum,

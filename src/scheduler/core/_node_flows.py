@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from scheduler import si
+from scheduler.core._counters import SchedulingCounters
 from scheduler.core._events import AllocationSpec, NodeUpdate
 from scheduler.core._partition import Partition
 from scheduler.objects._asks import Allocation
@@ -22,10 +23,12 @@ __all__ = ["PartitionNodes"]
 
 
 class PartitionNodes:
-    """The node handling of ``partition``: each RM node update, applied."""
+    """The node handling of ``partition``: each RM node update, applied; the nodes that
+    failed or were decommissioned are counted in ``counters``."""
 
-    def __init__(self, partition: Partition) -> None:
+    def __init__(self, partition: Partition, counters: SchedulingCounters) -> None:
         self.partition = partition
+        self.counters = counters
 
     def update(self, updates: Iterable[NodeUpdate]) -> None:
         """Apply the RM's node updates, in order; an update for an unknown node is an event."""
@@ -50,6 +53,7 @@ class PartitionNodes:
             elif action == si.ActionFromRM.DRAIN_TO_SCHEDULABLE:
                 self._set_schedulable(node, True)
             elif action == si.ActionFromRM.DECOMISSION:
+                self.counters.decommissioned_nodes += 1
                 self._remove_node(node)
 
     def _add_node(self, update: NodeUpdate) -> None:
@@ -63,6 +67,7 @@ class PartitionNodes:
         )
         problem = self._check_existing(update.existing)
         if problem:
+            self.counters.failed_nodes += 1
             self._reject_node(node_id, problem)
             return
         p.nodes[node_id] = node

@@ -127,9 +127,9 @@ class PartitionActor(Actor):
             timeouts=self._timeouts,
             directory=self._directory,
         )
-        self.scheduler = Scheduler(p)
+        self.scheduler = Scheduler(p, self.counters)
         self.preemption = PreemptionRound(p)
-        self.nodes = PartitionNodes(p)
+        self.nodes = PartitionNodes(p, self.counters)
         self.scheduler.checks_predicates = self._predicates
         p.permits.on_wait = self._watch_gang
         if self._inspects:
@@ -416,12 +416,14 @@ class PartitionActor(Actor):
                     node_id=proposal.node.node_id,
                     allocate=proposal.replace is None,
                 )
+                start = p.clock()  # YuniKorn's trynode latency: the RM's predicates included
                 try:
                     allowed = bool(await self._callback.ask(question))
                 except (AskTimeoutError, ActorDeadError) as exc:
                     p.log.warning("predicates for {} not answered ({}): refused", question, exc)
                     allowed = False
-                scheduler.predicates_checked(proposal, allowed)
+                if scheduler.predicates_checked(proposal, allowed) is not None:
+                    self.counters.observe_try_node(p.clock() - start)
         finally:
             self._checking = False
 
@@ -532,7 +534,7 @@ class PartitionActor(Actor):
     def _flush(self) -> None:
         outbox = self.partition.outbox
         if outbox:
-            self.counters.count_flush(outbox.entries)
+            self.counters.count_flush(outbox.entries, len(outbox.events))
             for kind, payload in outbox.flush():
                 self._callback.tell(Outbound(kind=kind, payload=payload))
 

@@ -168,6 +168,9 @@ class RMProxy:
     def __init__(self) -> None:
         self.rms: dict[str, RMRecord] = {}
         self._sizes: _Sizes = {}  # asks of the same resource share it (``_plain_ask``)
+        # New nodes refused here, before any partition: for an unknown partition (YuniKorn
+        # counts these as failed nodes, ``ClusterContext.addNode``) or malformed.
+        self.failed_nodes = 0
 
     def rm(self, request: Any, expected: type) -> RMRecord:
         if type(request) is not expected:
@@ -221,6 +224,8 @@ class RMProxy:
             except _MALFORMED as bad:
                 node_id = info.node_id if type(info.node_id) is str else ""
                 rejected.append(si.RejectedNode(node_id=node_id, reason=_reason(bad)))
+                if info.action == si.ActionFromRM.CREATE:
+                    self.failed_nodes += 1
         if rejected:
             self._reject(rm, "node", si.NodeResponse(rejected=rejected))
         for name, updates in routed.items():

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Final
 
 import msgspec
 
+from scheduler.core._counters import SchedulingCounters
 from scheduler.objects._application import Application, AppState
 from scheduler.objects._asks import Allocation, Ask
 from scheduler.objects._nodes import Node, Reservation
@@ -69,6 +70,7 @@ class Reserve:
 
     def __init__(self, partition: Partition) -> None:
         self.partition = partition
+        self.counters = SchedulingCounters()  # the partition actor's own, given by Scheduler
         # The earliest time a young ask that found no room may reserve: a pass sets it,
         # and the partition's actor arms a timer for it.
         self.reserve_due: float | None = None
@@ -184,6 +186,8 @@ class Reserve:
         index = self.partition.index
         heap = self.closest.get(size)
         if heap is None:
+            clock = self.partition.clock
+            start = clock()  # YuniKorn's node sorting latency: the pass's only sort of all
             heap = []
             for order, node in enumerate(index.nodes()):
                 score = _missing(node, size)
@@ -191,6 +195,7 @@ class Reserve:
                     heap.append((score, order, node))
             heapify(heap)
             self.closest[size] = heap
+            self.counters.observe_node_sorting(clock() - start)
         by_id = index.by_id
         while heap:
             score, order, node = heap[0]

@@ -24,7 +24,8 @@ def partition_name(part: Dump) -> str:
 
 # YuniKorn's scheduler health checks (pkg/scheduler/health_checker.go) that a state dump
 # can answer, by YuniKorn's names, and the consistency checks of the core's own totals.
-# "Scheduling errors" and "Failed nodes" read the partitions' counters (``schedulerMetrics``).
+# "Scheduling errors" and "Failed nodes" read the partitions' counters (``schedulerMetrics``), and
+# "Failed nodes" the nodes the RM proxy refused too (the dump's ``failedNodes``).
 def _check(name: str, description: str, label: str, bad: list[str]) -> HealthCheck:
     return {
         "Name": name,
@@ -351,8 +352,9 @@ def check_scheduling_errors(dump: Dump) -> HealthCheck:
 
 
 def check_failed_nodes(dump: Dump) -> HealthCheck:
-    """No failed node counted (the core has no failed node state: always 0 for now)."""
-    failed = sum(_metric(dump, "failedNodes"))
+    """No failed node counted: none refused for an unknown partition, none whose
+    allocations could not be recovered (YuniKorn's health check reads its metric)."""
+    failed = dump.get("failedNodes", 0) + sum(_metric(dump, "failedNodes"))
     return _counted(
         dump, "Failed nodes", "Check for failed nodes entries in metrics", "failed nodes", failed
     )

@@ -1,5 +1,6 @@
 """``/ws/v1/metrics``: the core's state as Prometheus metrics, named as YuniKorn v1.2 names
-them (``pkg/metrics``), computed from a state dump at each scrape."""
+them (``pkg/metrics``), the queues under v1.8's names too, computed from a state dump at
+each scrape; beside them the process and Python runtime collectors of prometheus_client."""
 
 from __future__ import annotations
 
@@ -8,6 +9,12 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Final
 
+from prometheus_client import (
+    CollectorRegistry,
+    GCCollector,
+    PlatformCollector,
+    ProcessCollector,
+)
 from prometheus_client.core import (
     CounterMetricFamily,
     GaugeMetricFamily,
@@ -20,6 +27,7 @@ from scheduler.core import (
     LATENCY_BUCKETS,
     SUBMISSIONS,
     AppState,
+    Core,
     SchedulingCounters,
 )
 from scheduler.daemon._health import Dump, each_app, each_node, partition_name, walk_queue
@@ -29,8 +37,10 @@ __all__ = [
     "CoreCollector",
     "SchedulingCounters",
     "actor_kind",
+    "event_families",
     "metric_families",
     "metric_name",
+    "metrics_registry",
 ]
 
 # YuniKorn v1.2's names (pkg/metrics): namespace ``yunikorn``; scheduler metrics under the
@@ -57,13 +67,57 @@ _USAGE_BUCKETS: Final = (
 
 
 class CoreCollector:
-    """Prometheus collector over the state dump that the scrape in progress read."""
+    """Prometheus collector over the state dump that the scrape in progress read, and the
+    event log of ``core`` (its events count since the core started, the dump's partitions
+    only since their RM registered)."""
 
-    def __init__(self) -> None:
+    def __init__(self, core: Core | None = None) -> None:
+        self.core = core
         self.dump: Dump | None = None
 
     def collect(self) -> Iterable[Metric]:
-        return metric_families(self.dump) if self.dump is not None else []
+        if self.dump is None:
+            return []
+        logged = self.core.events.highest_id + 1 if self.core is not None else None
+        return [*metric_families(self.dump), *event_families(self.dump, logged)]
+
+
+def event_families(dump: Dump, logged: int | None) -> list[Metric]:
+    """YuniKorn's event counters (pkg/metrics/event.go: gauges, though YuniKorn v1.2 and
+    v1.8 never register them), those with a counterpart here: the events the partitions
+    created, and the events the core's log took as the callback sent them to the RM
+    (``logged``, None without a core). YuniKorn's channel and store, which may be full,
+    have none: no ``channeled``, ``not_channeled``, ``stored`` or ``not_stored``."""
+    created = GaugeMetricFamily(
+        "yunikorn_event_total_created",
+        "Events created by the partitions since their RM registered.",
+    )
+    created.add_metric([], sum(p["schedulerMetrics"]["eventsCreated"] for p in _counted(dump)))
+    if logged is None:
+        return [created]
+    processed = GaugeMetricFamily(
+        "yunikorn_event_total_processed",
+        "Events the core logged and sent to the RMs, since the core started.",
+    )
+    processed.add_metric([], logged)
+    return [created, processed]
+
+
+def _counted(dump: Dump) -> list[Dump]:
+    return [p for p in dump["partitions"] if "schedulerMetrics" in p]
+
+
+def metrics_registry(collector: CoreCollector) -> CollectorRegistry:
+    """The registry of one app's ``/ws/v1/metrics``: the core's metrics, and the process
+    and Python runtime ones that prometheus_client provides (``process_*``,
+    ``python_info``, ``python_gc_*``), in the place of YuniKorn's Go runtime metrics. Never
+    the default registry: two apps in one process each have their own."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(collector)
+    ProcessCollector(registry=registry)
+    PlatformCollector(registry=registry)
+    GCCollector(registry=registry)
+    return registry
 
 
 def metric_name(text: str) -> str:
@@ -94,21 +148,62 @@ def _scheduler_metrics(dump: Dump) -> list[Metric]:
         apps.add_metric([state.lower()], states[state])
     nodes = GaugeMetricFamily(
         "yunikorn_scheduler_node",
-        "Nodes, by state: active (all registered), draining (not schedulable).",
+        "Nodes, by state: active (all registered), draining (not schedulable); and since "
+        "the start, as YuniKorn counts them: failed (new nodes refused for an unknown "
+        "partition or allocations that could not be recovered), decommissioned.",
         labels=["state"],
     )
     all_nodes = [n for _k, n in each_node(dump)]
+    counted = [p["schedulerMetrics"] for p in _counted(dump)]
     nodes.add_metric(["active"], len(all_nodes))
     nodes.add_metric(["draining"], sum(not n["schedulable"] for n in all_nodes))
+    failed = dump.get("failedNodes", 0) + sum(c["failedNodes"] for c in counted)
+    nodes.add_metric(["failed"], failed)
+    nodes.add_metric(["decommissioned"], sum(c["decommissionedNodes"] for c in counted))
     return [apps, nodes, *_node_usage(all_nodes), *_counters(dump), *_preemptions(dump)]
 
 
+# (family, help, key of the partition's ``schedulerMetrics``, level): YuniKorn's latency
+# histograms (pkg/metrics/scheduler.go), observed in seconds on the core's clock; a
+# level is the ``level`` label of the node sorting one.
+_HISTOGRAMS: Final[tuple[tuple[str, str, str, str | None], ...]] = (
+    (
+        "yunikorn_scheduler_scheduling_latency_milliseconds",
+        "Latency of a scheduling pass, in seconds (YuniKorn's name), on the core's clock.",
+        "schedulingLatency",
+        None,
+    ),
+    (
+        "yunikorn_scheduler_trynode_latency_milliseconds",
+        "Latency of trying a node that took an ask, to its allocation (the RM's predicates "
+        "included, if it checks them), in seconds (YuniKorn's name), on the core's clock.",
+        "tryNodeLatency",
+        None,
+    ),
+    (
+        "yunikorn_scheduler_node_sorting_latency_milliseconds",
+        "Latency of sorting all nodes, by level: node (by how close each comes to holding "
+        "an ask that may reserve one, once per size and pass), in seconds (YuniKorn's "
+        "name), on the core's clock.",
+        "nodeSortingLatency",
+        "node",
+    ),
+    (
+        "yunikorn_scheduler_trypreemption_latency_milliseconds",
+        "Latency of a preemption round after a pass, in seconds (YuniKorn's name), on the "
+        "core's clock.",
+        "tryPreemptionLatency",
+        None,
+    ),
+)
+
+
 def _counters(dump: Dump) -> list[Metric]:
-    """YuniKorn's counters and latency histogram, added up over the partitions."""
+    """YuniKorn's counters and latency histograms, added up over the partitions."""
     attempts = dict.fromkeys(ATTEMPTS, 0)
     submissions = dict.fromkeys(SUBMISSIONS, 0)
-    latency, latency_sum = [0] * (len(LATENCY_BUCKETS) + 1), 0.0
-    preemption, preemption_sum = [0] * (len(LATENCY_BUCKETS) + 1), 0.0
+    buckets = {key: [0] * (len(LATENCY_BUCKETS) + 1) for _name, _doc, key, _l in _HISTOGRAMS}
+    sums = dict.fromkeys(buckets, 0.0)
     for part in dump["partitions"]:
         info = part.get("schedulerMetrics")
         if info is None:
@@ -119,14 +214,10 @@ def _counters(dump: Dump) -> list[Metric]:
         ):
             for name, n in info[key].items():
                 totals[name] += n
-        latency = [
-            a + b for a, b in zip(latency, info["schedulingLatency"]["buckets"], strict=True)
-        ]
-        latency_sum += info["schedulingLatency"]["sum"]
-        preemption = [
-            a + b for a, b in zip(preemption, info["tryPreemptionLatency"]["buckets"], strict=True)
-        ]
-        preemption_sum += info["tryPreemptionLatency"]["sum"]
+        for key, counts in buckets.items():
+            for i, n in enumerate(info[key]["buckets"]):
+                counts[i] += n
+            sums[key] += info[key]["sum"]
     allocation = CounterMetricFamily(
         "yunikorn_scheduler_container_allocation_attempt",
         "Attempts to allocate containers, by state: allocated, rejected, error, released.",
@@ -141,29 +232,27 @@ def _counters(dump: Dump) -> list[Metric]:
     )
     for name, n in submissions.items():
         submission.add_metric([name], n)
-    histogram = _histogram(
-        "yunikorn_scheduler_scheduling_latency_milliseconds",
-        "Latency of a scheduling pass, in seconds (YuniKorn's name), on the core's clock.",
-        latency,
-        latency_sum,
-    )
-    try_preemption = _histogram(
-        "yunikorn_scheduler_trypreemption_latency_milliseconds",
-        "Latency of a preemption round after a pass, in seconds (YuniKorn's name), on the "
-        "core's clock.",
-        preemption,
-        preemption_sum,
-    )
-    return [allocation, submission, histogram, try_preemption]
+    histograms = [
+        _histogram(name, doc, buckets[key], sums[key], level)
+        for name, doc, key, level in _HISTOGRAMS
+    ]
+    return [allocation, submission, *histograms]
 
 
-def _histogram(name: str, doc: str, counts: list[int], total: float) -> HistogramMetricFamily:
-    """A histogram of ``LATENCY_BUCKETS`` from the count in each bucket (the last: +Inf)."""
+def _histogram(
+    name: str, doc: str, counts: list[int], total: float, level: str | None = None
+) -> HistogramMetricFamily:
+    """A histogram of ``LATENCY_BUCKETS`` from the count in each bucket (the last: +Inf),
+    with the label ``level`` if one is given."""
     cumulative, buckets = 0, []
     for bound, n in zip((*map(str, LATENCY_BUCKETS), "+Inf"), counts, strict=True):
         cumulative += n
         buckets.append((bound, cumulative))
-    return HistogramMetricFamily(name, doc, buckets=buckets, sum_value=total)
+    if level is None:
+        return HistogramMetricFamily(name, doc, buckets=buckets, sum_value=total)
+    family = HistogramMetricFamily(name, doc, labels=["level"])
+    family.add_metric([level], buckets, total)
+    return family
 
 
 # (family, help, label, ((label value, key of the partition's preemption totals), ...))
@@ -249,20 +338,30 @@ _QUEUE_RESOURCES: Final = (
 def _queue_metrics(dump: Dump) -> list[Metric]:
     """Per queue: its resources by kind, and its applications by state (live, and
     terminated until they expire), labelled with the partition too: two partitions may
-    have queues of the same path."""
+    have queues of the same path. Each under both of YuniKorn's names: v1.2's family per
+    queue (``yunikorn_root_a_queue_app``), and v1.8's one family for every queue with a
+    ``queue`` label (``yunikorn_queue_app{queue="root.a"}``, ``pkg/metrics/queue.go``),
+    where each queue's ``maxRunningApps`` is a resource state of its own (``apps``)."""
     resources: dict[str, dict[tuple[str, ...], float]] = {}
     apps: dict[str, Counter[tuple[str, ...]]] = {}
+    by_label: dict[tuple[str, ...], float] = {}
+    apps_by_label: Counter[tuple[str, ...]] = Counter()
     for part in dump["partitions"]:
         pname = partition_name(part)
         for q in walk_queue(part["queues"]):
-            samples = resources.setdefault(_queue_metric(q["queuename"], "resource"), {})
+            path = q["queuename"]
+            samples = resources.setdefault(_queue_metric(path, "resource"), {})
             for state, key in _QUEUE_RESOURCES:
                 for resource, value in sorted(q[key].items()):
                     samples[(state, resource, pname)] = value
+                    by_label[(path, state, resource, pname)] = value
+            by_label[(path, "maxRunningApps", "apps", pname)] = q["maxRunningApps"]
         for app in (*part["applications"], *part["terminatedApplications"]):
             if app["queueName"] and app["applicationState"] != AppState.REJECTED:
                 counts = apps.setdefault(_queue_metric(app["queueName"], "app"), Counter())
-                counts[(app["applicationState"].lower(), pname)] += 1
+                state = app["applicationState"].lower()
+                counts[(state, pname)] += 1
+                apps_by_label[(app["queueName"], state, pname)] += 1
     families: list[Metric] = []
     for name, values in resources.items():
         doc = "Queue resource metrics, by state (guaranteed, max, allocated, pending, preempting)."
@@ -270,6 +369,23 @@ def _queue_metrics(dump: Dump) -> list[Metric]:
     for name, counts in apps.items():
         doc = "Queue application metrics, by application state."
         families.append(_gauge(name, doc, ["state", "partition"], dict(counts)))
+    families.append(
+        _gauge(
+            "yunikorn_queue_resource",
+            "Resources of each queue, by state (guaranteed, max, allocated, pending, "
+            "preempting, and maxRunningApps as the resource apps).",
+            ["queue", "state", "resource", "partition"],
+            by_label,
+        )
+    )
+    families.append(
+        _gauge(
+            "yunikorn_queue_app",
+            "Applications of each queue, by application state.",
+            ["queue", "state", "partition"],
+            dict(apps_by_label),
+        )
+    )
     return families
 
 

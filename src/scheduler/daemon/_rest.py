@@ -47,7 +47,7 @@ from typing import Any, Final
 import anyio
 import msgspec
 import yaml
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -60,7 +60,7 @@ from scheduler.config._parser import QUEUE_NAME_RE, parse_config
 from scheduler.core import DEFAULT_SUBSCRIBER_LIMIT, AppState, Core, Subscription, event_record
 from scheduler.daemon._dashboard import cluster_info, node_utilization
 from scheduler.daemon._health import Dump, health_status, partition_name
-from scheduler.daemon._metrics import CoreCollector
+from scheduler.daemon._metrics import CoreCollector, metrics_registry
 from scheduler.daemon._openapi import (
     ACTIVE_STATUSES,
     APPLICATION_STATES,
@@ -146,9 +146,8 @@ class _Api:
 
     def __init__(self, core: Core) -> None:
         self.core = core
-        self.collector = CoreCollector()
-        self.registry = CollectorRegistry(auto_describe=False)
-        self.registry.register(self.collector)
+        self.collector = CoreCollector(core)
+        self.registry = metrics_registry(self.collector)
 
     async def _part(self, request: Request, kind: str) -> Any:
         """What one partition answers to the query ``kind``: only what a list
