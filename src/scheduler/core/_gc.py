@@ -45,17 +45,17 @@ def tune_gc(young: int = THRESHOLDS[0]) -> tuple[int, int, int]:
 
 
 #: The size above which glibc's malloc serves a request with its own ``mmap`` and gives it
-#: back to the system on ``free``. Left alone, glibc raises it to the size of each large
-#: block freed, up to 32 MiB, and from then on serves such blocks from its heap: a
-#: daemon's transient buffers of a MiB or more (a batch of frames, a REST answer) left
-#: holes there that the heap could not give back. The soak (bench/soak.py, tcp:// with
-#: cuts) saw RSS grow 20 MiB in bursts and never come down while malloc's own count of
-#: memory in use stayed flat. Fixed, the adjustment is off. 512 KiB is above the 256 KiB
-#: that asyncio asks for on every socket read, which stay in the heap and are reused
-#: there: at glibc's initial 128 KiB each read cost an mmap, an mremap and a munmap (5,490
-#: of each per 13,781 reads, ``strace -c`` of a soak's daemon), at 512 KiB none did, and
-#: RSS levelled off at 104 MiB (99 at 128 KiB; still rising past 152 MiB when dynamic).
-MMAP_THRESHOLD = 512 * 1024
+#: back to the system on ``free`` (glibc's initial value). Left alone, glibc raises it to
+#: the size of each large block freed, up to 32 MiB, and from then on serves such blocks
+#: from its heap: a daemon's transient buffers (socket reads, a batch of frames, a REST
+#: answer) left holes there that the heap could not give back. The soak (bench/soak.py,
+#: tcp:// with cuts) saw RSS grow 20 MiB in bursts and never come down while malloc's own
+#: count of memory in use stayed flat. Fixed, the adjustment is off. The price: asyncio's
+#: 256 KiB socket reads are mapped and unmapped each time (an mmap, an mremap and a
+#: munmap: 5,490 of each per 13,781 reads, ``strace -c`` of a soak's daemon). At 512 KiB
+#: they were not, but the 12-minute soak's RSS still crept up by 1.15 MiB/min after its
+#: warm-up, where at 128 KiB it held at +0.35.
+MMAP_THRESHOLD = 128 * 1024
 _M_MMAP_THRESHOLD = -3  # mallopt's parameter number, from glibc's malloc.h
 
 
