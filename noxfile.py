@@ -137,13 +137,13 @@ def soak(session: nox.Session) -> None:
 def soak_ci(session: nox.Session) -> None:
     """The soak as CI runs it: one minute, a smoke test. The store of ended applications
     is small (50 a partition) so that it fills in the warm-up (half the run), and RSS may
-    rise by 30 MiB/min at most: the warm-up of the allocator is not over in a minute, but
-    the leaks the soak found (80 to 100 MiB/min) fail it. The hour run (``nox -s soak --
-    --duration 3600``) holds the daemon to the default bounds."""
+    rise by 10 MiB/min at most (2 to 3.3 measured; the leaks the soak found grew it by 30
+    to 100 MiB/min). The hour run (``nox -s soak -- --duration 3600``) holds the daemon to
+    the default bounds."""
     session.install("-e", ".[soak]")
     ci = ["--duration", "60", "--keep-terminated", "50", "--warmup", "0.5"]
     session.run(
-        "python", str(ROOT / "bench" / "soak.py"), *ci, "--max-rss-slope", "30", *session.posargs
+        "python", str(ROOT / "bench" / "soak.py"), *ci, "--max-rss-slope", "10", *session.posargs
     )
 
 
