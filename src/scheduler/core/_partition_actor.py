@@ -381,11 +381,14 @@ class PartitionActor(Actor):
             else:
                 start = p.clock()
                 try:
-                    self.scheduler.schedule(SCHEDULE_BATCH)
+                    made = self.scheduler.schedule(SCHEDULE_BATCH)
                 except Exception:
                     self.counters.attempts["error"] += 1  # YuniKorn's scheduling error
                     raise
-                self.counters.observe_pass(p.clock() - start)
+                took = p.clock() - start
+                self.counters.observe_pass(took)
+                if made:
+                    self.counters.observe_try_node(took, made)
                 if not p.schedule_pending and self.preemption.wanted():
                     start = p.clock()
                     self.preemption.run()  # the pass placed what fits: who may preempt

@@ -8,10 +8,9 @@ in the same turn. ``schedule()`` proposes and commits until nothing more fits.
 
 from __future__ import annotations
 
-from bisect import bisect_left
 from typing import Final
 
-from scheduler.core._counters import LATENCY_BUCKETS, SchedulingCounters
+from scheduler.core._counters import SchedulingCounters
 from scheduler.core._partition import Partition
 from scheduler.core._walk import SCHEDULABLE_STATES, Proposal, Walk
 from scheduler.objects._application import AppState
@@ -27,8 +26,8 @@ _RUNNING: Final = AppState.RUNNING
 
 
 class Scheduler(Walk):
-    """The scheduling pass of one partition: the walk's proposals, committed; the try-node
-    latency of each allocation is counted in ``counters``."""
+    """The scheduling pass of one partition: the walk's proposals, committed; its sorts of
+    all nodes are timed in ``counters`` (the partition actor's)."""
 
     def __init__(self, partition: Partition, counters: SchedulingCounters | None = None) -> None:
         super().__init__(partition)
@@ -62,8 +61,7 @@ class Scheduler(Walk):
         skip: set[int] = set()
         no_node: set[Size] = set()
         clock = p.clock
-        counters = self.counters
-        try_node, first = counters.try_node, LATENCY_BUCKETS[0]
+        now = clock()
         permits = p.permits if p.permits else None
         if permits is not None:
             permits.begin_pass()
@@ -88,19 +86,12 @@ class Scheduler(Walk):
                     or app.reserved_count(ask) >= ask.pending
                 ):
                     skip.add(id(ask))  # else it may reserve one more node, one per pending
-            else:
-                # YuniKorn's trynode latency, on the core's clock as the pass latency is:
-                # two reads per allocation (the first is the allocation's time too, where
-                # the pass read the clock once per 256) and two additions; a bisect only
-                # for a try over 0.1 ms.
-                start = clock()
-                if self.commit(proposal, start, proposal.checked and permits is None) is None:
-                    skip.add(id(proposal.ask))
-                    continue
-                tried = clock() - start
-                try_node[0 if tried <= first else bisect_left(LATENCY_BUCKETS, tried)] += 1
-                counters.try_node_sum += tried
+            elif self.commit(proposal, now, proposal.checked and permits is None) is not None:
                 made += 1
+                if not made & 255:
+                    now = clock()  # one clock read per 256 allocations of a long pass
+            else:
+                skip.add(id(proposal.ask))
         else:
             p.schedule_pending = True  # more may fit: continue after the mailboxes drain
         return made
