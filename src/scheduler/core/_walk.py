@@ -76,7 +76,9 @@ class Reserve:
         # In a pass (``schedule``): per size, the nodes a reservation may take, closest
         # first (``_closest_in_pass``); None outside a pass, where each look scans them.
         self.closest: dict[Size, list[tuple[float, int, Node]]] | None = None
-        self.checks_predicates = False  # an RM that checks predicates gets no reservations
+        # An RM that checks predicates: the walk goes ask by ask, and a reservation is put
+        # to its predicates (``allocate`` false) before it is made.
+        self.checks_predicates = False
         # While the groups of one priority are looked at out of order: the young asks met
         # (``_young``), kept until the walk knows how far the walk ask by ask would go.
         self._young: list[tuple[Ask, float]] | None = None
@@ -108,8 +110,6 @@ class Reserve:
         that may reserve a node reserves the closest, as ``_node_to_reserve`` decides ask
         by ask. The asks are in age order, so the first too young to reserve ends the
         look, and the asks before it are only those that reserved already."""
-        if self.checks_predicates:
-            return None
         p = self.partition
         now = p.clock()
         delay = p.timeouts.reservation_delay
@@ -146,9 +146,16 @@ class Reserve:
         reservations than pending allocations; the node must be able to hold it at all
         (its capacity fits). Closest: the smallest sum of missing fractions (YuniKorn's
         fit-in score). A younger ask leaves a wake-up time for the pass's timer.
+
+        With an RM that checks predicates the node is put to them (``allocate`` false)
+        before it is reserved; nodes they refused to allocate the ask on are candidates
+        all the same. An ask whose reservation they refused reserves nothing until the
+        cluster changes: the same node would be the closest again (YuniKorn's
+        ``tryNodes`` asks ``preReserveConditions`` of its one candidate, and reserves
+        nothing when refused).
         """
         p = self.partition
-        if self.checks_predicates or ask.required_node:
+        if ask.required_node:
             return None
         due = ask.created + p.timeouts.reservation_delay
         if p.clock() < due:
@@ -156,7 +163,23 @@ class Reserve:
             return None
         if ask.size in self._no_reserve or app.reserved_count(ask) >= ask.pending:
             return None
+        if p.refused_reserve and id(ask) in p.refused_reserve:
+            return None
         return self._closest(ask.size)
+
+    def _elsewhere(self, ask: Ask, no_node: set[Size]) -> Node | None:
+        """A node with room for reserved ``ask`` besides its reserved ones (YuniKorn's
+        ``tryNodesNoReserve``), none the RM's predicates refused it."""
+        p = self.partition
+        refused = p.refused.get(id(ask)) if p.refused else None
+        if refused:
+            return p.index.first_fit(ask.size, refused)
+        if ask.size in no_node:
+            return None
+        other = p.index.first_fit(ask.size)
+        if other is None:
+            no_node.add(ask.size)
+        return other
 
     def _closest(self, size: Size) -> Node | None:
         """The free node that comes closest to holding ``size`` (none: the size goes to
@@ -527,14 +550,12 @@ class Walk(Reserve):
                 skip.add(id(ask))
                 continue
             refused = p.refused.get(id(ask)) if p.refused else None
+            size = ask.size
             if refused:
-                node = index.first_fit(ask.size, refused)
+                node = index.first_fit(size, refused)
                 if node is not None:
                     return Proposal(app, ask, node, checked=True)
-                skip.add(id(ask))
-                continue
-            size = ask.size
-            if not (no_node and size in no_node):
+            elif not (no_node and size in no_node):
                 node = index.first_fit(size)
                 if node is not None:
                     return Proposal(app, ask, node, checked=True)
@@ -667,8 +688,10 @@ class Walk(Reserve):
                 if by_shape:
                     skip.add(id(reservation))
                 continue
-            if fits(res, reservation.node.available):
-                return Proposal(app, ask, reservation.node)
+            refused = p.refused.get(id(ask)) if p.refused else None
+            node = reservation.node
+            if fits(res, node.available) and not (refused and node.node_id in refused):
+                return Proposal(app, ask, node)
             waiting.append((app, reservation))
         for app, reservation in waiting:
             ask = reservation.ask
@@ -677,11 +700,9 @@ class Walk(Reserve):
             if ask.required_node:
                 skip.add(id(ask))  # it runs on its node or nowhere
                 continue
-            if ask.size not in no_node:
-                other = p.index.first_fit(ask.size)
-                if other is not None:
-                    return Proposal(app, ask, other)
-                no_node.add(ask.size)
+            other = self._elsewhere(ask, no_node)
+            if other is not None:
+                return Proposal(app, ask, other)
             if by_shape:
                 skip.add(id(reservation))
                 if not one_by_one(ask):
