@@ -247,6 +247,8 @@ class ApplicationActor(GangFlows, PreemptionFlows, Actor):
 
     def allocation_lost(self, alloc: Allocation, message: str) -> None:
         """``alloc`` went with its node (already taken off it)."""
+        if alloc.tentative and self.app.replacing and self.held_lost(alloc):
+            return  # held for a replacement: the RM never knew of it
         if self.partition.permits.lost(alloc):
             self.partition.wake()  # a tentative member: pending again, the RM never knew
             return

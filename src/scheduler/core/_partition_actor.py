@@ -415,7 +415,7 @@ class PartitionActor(Actor):
                 question = CheckPredicates(
                     allocation_key=proposal.ask.allocation_key,
                     node_id=proposal.node.node_id,
-                    allocate=proposal.replace is None and not proposal.reserve,
+                    allocate=proposal.allocate,
                 )
                 try:
                     allowed = bool(await self._callback.ask(question))

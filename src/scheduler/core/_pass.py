@@ -230,4 +230,4 @@ class Scheduler(Walk):
         if owner is None or owner.app is not app:
             return False  # the application left (and maybe came back) meanwhile
         assert proposal.replace is not None
-        return owner.begin_replacement(proposal.ask, proposal.replace)
+        return owner.begin_replacement(proposal.ask, proposal.replace, proposal.node)

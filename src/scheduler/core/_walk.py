@@ -59,6 +59,14 @@ class Proposal(msgspec.Struct, gc=False):
     # commit in the same turn may rely on it.
     checked: bool = False
 
+    @property
+    def allocate(self) -> bool:
+        """What the RM's predicates are asked: false for a reservation and for a
+        replacement on its placeholder's node (YuniKorn's ``preReserveConditions``)."""
+        if self.reserve:
+            return False
+        return self.replace is None or self.replace.node_id != self.node.node_id
+
     def __repr__(self) -> str:
         what = "reserve" if self.reserve else "replace" if self.replace else "allocate"
         return f"<Proposal {what} {self.ask!r} on {self.node.node_id}>"
@@ -180,6 +188,22 @@ class Reserve:
         if other is None:
             no_node.add(ask.size)
         return other
+
+    def _required_node(self, ask: Ask) -> Node | None:
+        """The node ``ask`` must run on, if it has room for it now and the RM's predicates
+        did not refuse it for the ask (else the ask waits until the cluster changes)."""
+        p = self.partition
+        node = p.nodes.get(ask.required_node)
+        refused = p.refused.get(id(ask)) if p.refused else None
+        if (
+            node is not None
+            and not (refused and node.node_id in refused)
+            and node.schedulable
+            and (node.reserved is None or node.reserved.ask is ask)
+            and fits(ask.resource, node.available)
+        ):
+            return node
+        return None
 
     def _closest(self, size: Size) -> Node | None:
         """The free node that comes closest to holding ``size`` (none: the size goes to
@@ -618,22 +642,6 @@ class Walk(Reserve):
             self._walk_stopped = True  # a Strict group rolls back: walk again after it
             self._stopped_at = ask
 
-    def _required_node(self, ask: Ask) -> Node | None:
-        """The node ``ask`` must run on, if it has room for it now and the RM's predicates
-        did not refuse it for the ask (else the ask waits until the cluster changes)."""
-        p = self.partition
-        node = p.nodes.get(ask.required_node)
-        refused = p.refused.get(id(ask)) if p.refused else None
-        if (
-            node is not None
-            and not (refused and node.node_id in refused)
-            and node.schedulable
-            and (node.reserved is None or node.reserved.ask is ask)
-            and fits(ask.resource, node.available)
-        ):
-            return node
-        return None
-
     # ====================================================================== reservations
     def _propose_reserved(
         self, skip: set[int], no_node: set[Size], by_shape: bool
@@ -714,13 +722,15 @@ class Walk(Reserve):
     # ================================================================== gang scheduling
     def _gang_step(self, app: Application, ask: Ask) -> Proposal | bool:
         """What a real ask of a task group does now: ``True`` it waits (placeholders are
-        still pending, or the RM's predicates refused the node of every free placeholder),
-        a ``Proposal`` takes a free placeholder's place, ``False`` it is scheduled as a
-        normal ask (no placeholder of its group is left for it).
+        still pending, or the RM's predicates refused the node of every free placeholder
+        and every node with room), a ``Proposal`` takes a free placeholder's place, ``False``
+        it is scheduled as a normal ask (no placeholder of its group is left for it).
 
         As YuniKorn's ``tryPlaceholderAllocate``: the free placeholders of the group are
         tried in turn, each on its own node; a node the predicates refused for this ask is
-        passed over (``Partition.refused``, forgotten when the cluster changes).
+        passed over (``Partition.refused``, forgotten when the cluster changes). Refused on
+        all of them, the ask goes to any node with room the predicates allow, and the first
+        free placeholder is released for it.
         """
         group = app.task_groups.get(ask.task_group_name)
         if group is None or ask.no_replace:
@@ -732,7 +742,13 @@ class Walk(Reserve):
         for placeholder in group.free.values():
             if refused is None or placeholder.node_id not in refused:
                 return Proposal(app, ask, p.nodes[placeholder.node_id], replace=placeholder)
-        return bool(group.free)
+        if not group.free:
+            return False
+        assert refused is not None  # only the predicates refuse a placeholder's node
+        node = p.index.first_fit(ask.size, refused)
+        if node is None:
+            return True
+        return Proposal(app, ask, node, replace=next(iter(group.free.values())))
 
     def gang_fits(self, queue: Queue, app: Application) -> bool:
         """The whole placeholder total of ``app`` fits in the free quota of every queue

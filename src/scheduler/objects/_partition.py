@@ -45,8 +45,11 @@ class ApplicationOwner(Protocol):
     def allocated(self, ask: Ask, alloc: Allocation) -> None:
         """The scheduling pass committed ``alloc`` for ``ask`` (node, queue and app updated)."""
 
-    def begin_replacement(self, ask: Ask, placeholder: Allocation) -> bool:
-        """Real ``ask`` takes ``placeholder``'s place: claim it and start the handshake."""
+    def begin_replacement(
+        self, ask: Ask, placeholder: Allocation, node: Node | None = None
+    ) -> bool:
+        """Real ``ask`` takes ``placeholder``'s place (on ``node``, if not the
+        placeholder's): claim it and start the handshake."""
 
     def allocation_lost(self, alloc: Allocation, message: str) -> None:
         """``alloc`` went with its node: take it off the application and tell the RM."""
