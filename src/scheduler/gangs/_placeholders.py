@@ -60,7 +60,7 @@ class GangFlows:
 
         def handshake_timer_after(self, delay: float) -> TimerHandle: ...
 
-        def transition(self, event: AppEvent, message: str = "") -> None: ...
+        def transition(self, event: AppEvent, message: str = "", *, info: str = "") -> None: ...
 
         def maybe_complete(self) -> None: ...
 
@@ -180,7 +180,7 @@ class GangFlows:
             or not fits(ask.resource, node.available)
         ):
             return None
-        held = self._real_allocation(ask, node.node_id)
+        held = self._real_allocation(ask, node.node_id, new_uuid())
         held.tentative = True  # not the RM's yet, and no preemption victim
         node.add_allocation(held)
         p.index.update(node)
@@ -204,10 +204,10 @@ class GangFlows:
                 return True
         return False
 
-    def _real_allocation(self, ask: Ask, node_id: str) -> Allocation:
+    def _real_allocation(self, ask: Ask, node_id: str, uuid: str) -> Allocation:
         app, p = self.app, self.partition
         return Allocation(
-            new_uuid(),
+            uuid,
             ask.allocation_key,
             app.application_id,
             p.name,
@@ -237,9 +237,12 @@ class GangFlows:
             node = p.nodes.get((placeholder if held is None else held).node_id)
             if node is not None:
                 p.reservations.after_allocation(app, ask, node)
-        rep = Replacement(placeholder, ask, Promise(), p.clock(), held=held)
+        # The real allocation's uuid is known from the start: the release names it, as
+        # YuniKorn's does ("replacing uuid: ", context.go).
+        real_uuid = new_uuid() if held is None else held.uuid
+        rep = Replacement(placeholder, ask, Promise(), p.clock(), held=held, real_uuid=real_uuid)
         app.replacing[placeholder.uuid] = rep
-        p.outbox.release(placeholder, REPLACED, f"placeholder replaced by ask {ask.allocation_key}")
+        p.outbox.release(placeholder, REPLACED, f"replacing uuid: {real_uuid}")
         if ask.pending:
             p.wake()
         if self.handshake_timer is None:
@@ -325,7 +328,7 @@ class GangFlows:
             else:
                 self._unhold(held)
         elif node is not None and wanted:
-            real = self._real_allocation(ask, node.node_id)
+            real = self._real_allocation(ask, node.node_id, rep.real_uuid)
         real_before = len(app.allocations) - app.placeholder_count
         if real is not None and held is None and real.resource == ph.resource:
             assert node is not None
@@ -439,7 +442,8 @@ class GangFlows:
                 rep.cancelled = True
         self.release_gang_hold()
         self._placeholder_timeout_event(released, asks)
-        self.transition(AppEvent.FAIL if hard else AppEvent.RESUME, "ResourceReservationTimeout")
+        timeout = "ResourceReservationTimeout"  # YuniKorn's event info
+        self.transition(AppEvent.FAIL if hard else AppEvent.RESUME, timeout, info=timeout)
         changes = len(app.state_log)
         if hard:
             await self.until(lambda: not app.allocations)
@@ -494,7 +498,9 @@ class GangFlows:
                 if group is not None:
                     group.timedout += ask.pending
             self.partition.outbox.release_ask(
-                ask, TIMEOUT, "releasing placeholder asks on placeholder timeout"
+                ask,
+                TIMEOUT,
+                "releasing placeholders asks on placeholder timeout",  # YuniKorn's
             )
             self.remove_ask(ask.allocation_key)
             released += 1

@@ -45,6 +45,7 @@ class Replacement(msgspec.Struct, gc=False):
     # and ``tentative`` (the RM hears of it when the handshake completes). None: the real
     # allocation takes the placeholder's place on its node.
     held: Allocation | None = None
+    real_uuid: str = ""  # the real allocation's, named in the placeholder's release
 
     def __repr__(self) -> str:
         return f"<Replacement {self.placeholder.uuid} for {self.ask.allocation_key}>"
