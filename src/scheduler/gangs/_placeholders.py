@@ -243,6 +243,14 @@ class GangFlows:
         rep = Replacement(placeholder, ask, Promise(), p.clock(), held=held, real_uuid=real_uuid)
         app.replacing[placeholder.uuid] = rep
         p.outbox.release(placeholder, REPLACED, f"replacing uuid: {real_uuid}")
+        p.outbox.event(  # the release names the allocation only: who it is for, here
+            si.EventRecordType.REQUEST,
+            ask.allocation_key,
+            "PlaceholderReleasing",
+            f"placeholder {placeholder.uuid} released for ask {ask.allocation_key}: "
+            f"allocation {real_uuid} takes its place once the RM confirms",
+            group=app.application_id,
+        )
         if ask.pending:
             p.wake()
         if self.handshake_timer is None:
