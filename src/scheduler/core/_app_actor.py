@@ -42,6 +42,8 @@ _COMPLETABLE_STATES = frozenset({AppState.ACCEPTED, AppState.STARTING, AppState.
 _RUNNING_STATES = frozenset({AppState.STARTING, AppState.RUNNING})
 # Leaving one of these may let the next application of a ``stateaware`` queue start.
 _STATE_AWARE_GATES = frozenset({AppState.ACCEPTED, AppState.STARTING})
+# What confirms a release the RM asked for (YuniKorn's processAllocationReleases).
+_AS_PER_RM = "allocation remove as per RM request"
 # The timer entering a state starts: the ``Timeouts`` field and the event it fires.
 _STATE_TIMERS: dict[AppState, tuple[str, AppEvent]] = {
     AppState.STARTING: ("starting", AppEvent.RUN),
@@ -186,7 +188,7 @@ class ApplicationActor(GangFlows, PreemptionFlows, Actor):
         for rel in releases:
             if not rel.uuid:
                 for each in list(app.allocations.values()):
-                    self._release(each, rel.termination, rel.message)
+                    self._release(each, rel.termination, _AS_PER_RM)
                 continue
             alloc = app.allocations.get(rel.uuid)
             if alloc is None:
@@ -194,7 +196,7 @@ class ApplicationActor(GangFlows, PreemptionFlows, Actor):
                     "release of unknown allocation {} of {}", rel.uuid, app.application_id
                 )
                 continue
-            self._release(alloc, rel.termination, rel.message)
+            self._release(alloc, rel.termination, _AS_PER_RM)
         if len(app.allocations) < held:
             self.maybe_complete()  # only when one went, as YuniKorn's removeAllocationInternal
 
@@ -247,6 +249,8 @@ class ApplicationActor(GangFlows, PreemptionFlows, Actor):
 
     def allocation_lost(self, alloc: Allocation, message: str) -> None:
         """``alloc`` went with its node (already taken off it)."""
+        if alloc.tentative and self.app.replacing and self.held_lost(alloc):
+            return  # held for a replacement: the RM never knew of it
         if self.partition.permits.lost(alloc):
             self.partition.wake()  # a tentative member: pending again, the RM never knew
             return
@@ -304,7 +308,9 @@ class ApplicationActor(GangFlows, PreemptionFlows, Actor):
         for key in list(app.asks):
             self.remove_ask(key)
         for alloc in list(app.allocations.values()):
-            self._release(alloc, si.TerminationType.STOPPED_BY_RM, "application removed")
+            self._release(
+                alloc, si.TerminationType.STOPPED_BY_RM, f"Application {app.application_id} Removed"
+            )
         while app.state not in (AppState.COMPLETED, AppState.FAILED, AppState.REJECTED):
             if app.state is AppState.RESUMING:
                 self.transition(AppEvent.RUN)
@@ -330,8 +336,13 @@ class ApplicationActor(GangFlows, PreemptionFlows, Actor):
         if app.is_idle and app.state in _COMPLETABLE_STATES:
             self.transition(AppEvent.COMPLETE)
 
-    def transition(self, event: AppEvent, message: str = "") -> None:
-        """Fire ``event`` and carry out what entering the new state means."""
+    def transition(self, event: AppEvent, message: str = "", *, info: str = "") -> None:
+        """Fire ``event`` and carry out what entering the new state means.
+
+        The RM hears of the new state as YuniKorn's ``OnStateChange`` tells it: an
+        ``UpdatedApplication`` whose message is ``info`` (YuniKorn's event info) or else
+        the event's name, and none for ``Rejected`` (the ``RejectedApplication`` says
+        it). ``message`` is for people: the event record's text."""
         app, p = self.app, self.partition
         old = app.state
         new = app.fire(event, p.clock())
@@ -350,15 +361,16 @@ class ApplicationActor(GangFlows, PreemptionFlows, Actor):
         ):
             p.wake()  # the next application of a stateaware queue may start now
         self.log.debug("application {} {} -> {}", app.application_id, old, new)
-        p.outbox.add(
-            "app_updated",
-            si.UpdatedApplication(
-                application_id=app.application_id,
-                state=str(new),
-                state_transition_timestamp=p.wall(p.clock()),
-                message=message,
-            ),
-        )
+        if new is not AppState.REJECTED:
+            p.outbox.add(
+                "app_updated",
+                si.UpdatedApplication(
+                    application_id=app.application_id,
+                    state=str(new),
+                    state_transition_timestamp=p.wall(p.clock()),
+                    message=info or str(event),
+                ),
+            )
         p.outbox.event(
             si.EventRecordType.APP,
             app.application_id,

@@ -202,7 +202,8 @@ class Retire(Event, frozen=True, kw_only=True):
 # -- predicates: the partition asks the RM's callback actor ---------------------------------
 class CheckPredicates(Event, frozen=True, kw_only=True):
     """May ``allocation_key`` go on ``node_id``? Asked; the reply is a bool. ``allocate``
-    is false for a replacement (YuniKorn asks ``preReserveConditions`` there)."""
+    is false for a replacement and for a reservation (YuniKorn asks
+    ``preReserveConditions`` for both)."""
 
     allocation_key: str
     node_id: str

@@ -161,13 +161,14 @@ class PartitionNodes:
         del p.nodes[node.node_id]
         p.capacity_changed(node.capacity, {})
         p.usage_changed(node, gone=True)
+        gone = f"Node {node.node_id} Removed"  # YuniKorn's message (context.go)
         for alloc in list(node.allocations.values()):
             node.remove_allocation(alloc.uuid)
             owner = p.owners.get(alloc.application_id)
             if owner is not None:
-                owner.allocation_lost(alloc, "node removed")
+                owner.allocation_lost(alloc, gone)
             else:
-                p.outbox.release(alloc, si.TerminationType.STOPPED_BY_RM, "node removed")
+                p.outbox.release(alloc, si.TerminationType.STOPPED_BY_RM, gone)
             p.wake()  # the queues have quota back
         p.outbox.event(
             si.EventRecordType.NODE,

@@ -411,13 +411,14 @@ class PartitionActor(Actor):
             while p.schedule_pending:
                 proposal = scheduler.propose_checked()
                 if proposal is None:
+                    self._arm_reservation_timer()  # a younger ask may reserve later
                     if self.preemption.wanted():
                         await self._preempt_checked()
                     return
                 question = CheckPredicates(
                     allocation_key=proposal.ask.allocation_key,
                     node_id=proposal.node.node_id,
-                    allocate=proposal.replace is None,
+                    allocate=proposal.allocate,
                 )
                 start = p.clock()  # YuniKorn's trynode latency: the RM's predicates included
                 try:

@@ -100,9 +100,11 @@ class Scheduler(Walk):
         """The next proposal to put to the RM's predicates: a replacement too, on its
         placeholder's node (YuniKorn's ``tryPlaceholderAllocate``). A real ask larger
         than the placeholder is not put to them: that placeholder is cancelled on the way
-        (``begin_replacement``) and the ask goes on as a normal ask."""
+        (``begin_replacement``) and the ask goes on as a normal ask. A reservation is put
+        to them too (``predicates_checked``)."""
         p = self.partition
         p.schedule_pending = False
+        self._no_reserve = set()  # the RM answered meanwhile: anything may have changed
         skip: set[int] = set()
         permits = p.permits if p.permits else None
         if permits is not None:
@@ -128,11 +130,20 @@ class Scheduler(Walk):
             return proposal
 
     def predicates_checked(self, proposal: Proposal, allowed: bool) -> Allocation | None:
-        """The RM's answer for ``proposal``: commit it (a replacement starts its handshake),
-        or remember the refused node; a replacement that no longer holds is remembered the
-        same way, so it is not proposed again until something changes."""
+        """The RM's answer for ``proposal``: commit it (a replacement starts its handshake,
+        a reservation reserves the node, re-checked), or remember the refused node; a
+        replacement that no longer holds is remembered the same way, so it is not proposed
+        again until something changes. An ask whose reservation was refused reserves
+        nothing until then (YuniKorn's ``tryNodes``: ``preReserveConditions`` refused, no
+        reservation)."""
         p = self.partition
         p.schedule_pending = True
+        if proposal.reserve:
+            if allowed:
+                p.reservations.reserve(proposal.application, proposal.ask, proposal.node)
+            else:
+                p.refused_reserve.add(id(proposal.ask))
+            return None
         if allowed:
             if proposal.replace is None:
                 alloc = self.commit(proposal)
@@ -224,4 +235,4 @@ class Scheduler(Walk):
         if owner is None or owner.app is not app:
             return False  # the application left (and maybe came back) meanwhile
         assert proposal.replace is not None
-        return owner.begin_replacement(proposal.ask, proposal.replace)
+        return owner.begin_replacement(proposal.ask, proposal.replace, proposal.node)

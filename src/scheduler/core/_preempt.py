@@ -313,12 +313,18 @@ class PreemptionRound:
             if plan.required_node
             else f"queue {queue.path} is below its guarantee"
         )
+        # The RM's message is YuniKorn's (v1.8 preemption.go, required_node_preemptor.go);
+        # the event tells the whole story.
+        released = (
+            "preempting allocations to free up resources to run "
+            f"{'daemon set ' if plan.required_node else ''}ask: {ask.allocation_key}"
+        )
         for alloc, victim_queue in plan.victims:
             message = (
                 f"preempted by the scheduler to run ask {ask.allocation_key} of application "
                 f"{app.application_id} (queue {queue.path}) on node {node.node_id}: {why}"
             )
-            p.outbox.release(alloc, PREEMPTED, message)
+            p.outbox.release(alloc, PREEMPTED, released)
             p.outbox.event(
                 si.EventRecordType.REQUEST,
                 alloc.allocation_key,

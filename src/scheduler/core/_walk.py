@@ -60,6 +60,14 @@ class Proposal(msgspec.Struct, gc=False):
     # commit in the same turn may rely on it.
     checked: bool = False
 
+    @property
+    def allocate(self) -> bool:
+        """What the RM's predicates are asked: false for a reservation and for a
+        replacement on its placeholder's node (YuniKorn's ``preReserveConditions``)."""
+        if self.reserve:
+            return False
+        return self.replace is None or self.replace.node_id != self.node.node_id
+
     def __repr__(self) -> str:
         what = "reserve" if self.reserve else "replace" if self.replace else "allocate"
         return f"<Proposal {what} {self.ask!r} on {self.node.node_id}>"
@@ -78,7 +86,9 @@ class Reserve:
         # In a pass (``schedule``): per size, the nodes a reservation may take, closest
         # first (``_closest_in_pass``); None outside a pass, where each look scans them.
         self.closest: dict[Size, list[tuple[float, int, Node]]] | None = None
-        self.checks_predicates = False  # an RM that checks predicates gets no reservations
+        # An RM that checks predicates: the walk goes ask by ask, and a reservation is put
+        # to its predicates (``allocate`` false) before it is made.
+        self.checks_predicates = False
         # While the groups of one priority are looked at out of order: the young asks met
         # (``_young``), kept until the walk knows how far the walk ask by ask would go.
         self._young: list[tuple[Ask, float]] | None = None
@@ -110,8 +120,6 @@ class Reserve:
         that may reserve a node reserves the closest, as ``_node_to_reserve`` decides ask
         by ask. The asks are in age order, so the first too young to reserve ends the
         look, and the asks before it are only those that reserved already."""
-        if self.checks_predicates:
-            return None
         p = self.partition
         now = p.clock()
         delay = p.timeouts.reservation_delay
@@ -148,9 +156,16 @@ class Reserve:
         reservations than pending allocations; the node must be able to hold it at all
         (its capacity fits). Closest: the smallest sum of missing fractions (YuniKorn's
         fit-in score). A younger ask leaves a wake-up time for the pass's timer.
+
+        With an RM that checks predicates the node is put to them (``allocate`` false)
+        before it is reserved; nodes they refused to allocate the ask on are candidates
+        all the same. An ask whose reservation they refused reserves nothing until the
+        cluster changes: the same node would be the closest again (YuniKorn's
+        ``tryNodes`` asks ``preReserveConditions`` of its one candidate, and reserves
+        nothing when refused).
         """
         p = self.partition
-        if self.checks_predicates or ask.required_node:
+        if ask.required_node:
             return None
         due = ask.created + p.timeouts.reservation_delay
         if p.clock() < due:
@@ -158,7 +173,39 @@ class Reserve:
             return None
         if ask.size in self._no_reserve or app.reserved_count(ask) >= ask.pending:
             return None
+        if p.refused_reserve and id(ask) in p.refused_reserve:
+            return None
         return self._closest(ask.size)
+
+    def _elsewhere(self, ask: Ask, no_node: set[Size]) -> Node | None:
+        """A node with room for reserved ``ask`` besides its reserved ones (YuniKorn's
+        ``tryNodesNoReserve``), none the RM's predicates refused it."""
+        p = self.partition
+        refused = p.refused.get(id(ask)) if p.refused else None
+        if refused:
+            return p.index.first_fit(ask.size, refused)
+        if ask.size in no_node:
+            return None
+        other = p.index.first_fit(ask.size)
+        if other is None:
+            no_node.add(ask.size)
+        return other
+
+    def _required_node(self, ask: Ask) -> Node | None:
+        """The node ``ask`` must run on, if it has room for it now and the RM's predicates
+        did not refuse it for the ask (else the ask waits until the cluster changes)."""
+        p = self.partition
+        node = p.nodes.get(ask.required_node)
+        refused = p.refused.get(id(ask)) if p.refused else None
+        if (
+            node is not None
+            and not (refused and node.node_id in refused)
+            and node.schedulable
+            and (node.reserved is None or node.reserved.ask is ask)
+            and fits(ask.resource, node.available)
+        ):
+            return node
+        return None
 
     def _closest(self, size: Size) -> Node | None:
         """The free node that comes closest to holding ``size`` (none: the size goes to
@@ -532,14 +579,12 @@ class Walk(Reserve):
                 skip.add(id(ask))
                 continue
             refused = p.refused.get(id(ask)) if p.refused else None
+            size = ask.size
             if refused:
-                node = index.first_fit(ask.size, refused)
+                node = index.first_fit(size, refused)
                 if node is not None:
                     return Proposal(app, ask, node, checked=True)
-                skip.add(id(ask))
-                continue
-            size = ask.size
-            if not (no_node and size in no_node):
+            elif not (no_node and size in no_node):
                 node = index.first_fit(size)
                 if node is not None:
                     return Proposal(app, ask, node, checked=True)
@@ -602,22 +647,6 @@ class Walk(Reserve):
             self._walk_stopped = True  # a Strict group rolls back: walk again after it
             self._stopped_at = ask
 
-    def _required_node(self, ask: Ask) -> Node | None:
-        """The node ``ask`` must run on, if it has room for it now and the RM's predicates
-        did not refuse it for the ask (else the ask waits until the cluster changes)."""
-        p = self.partition
-        node = p.nodes.get(ask.required_node)
-        refused = p.refused.get(id(ask)) if p.refused else None
-        if (
-            node is not None
-            and not (refused and node.node_id in refused)
-            and node.schedulable
-            and (node.reserved is None or node.reserved.ask is ask)
-            and fits(ask.resource, node.available)
-        ):
-            return node
-        return None
-
     # ====================================================================== reservations
     def _propose_reserved(
         self, skip: set[int], no_node: set[Size], by_shape: bool
@@ -672,8 +701,10 @@ class Walk(Reserve):
                 if by_shape:
                     skip.add(id(reservation))
                 continue
-            if fits(res, reservation.node.available):
-                return Proposal(app, ask, reservation.node)
+            refused = p.refused.get(id(ask)) if p.refused else None
+            node = reservation.node
+            if fits(res, node.available) and not (refused and node.node_id in refused):
+                return Proposal(app, ask, node)
             waiting.append((app, reservation))
         for app, reservation in waiting:
             ask = reservation.ask
@@ -682,11 +713,9 @@ class Walk(Reserve):
             if ask.required_node:
                 skip.add(id(ask))  # it runs on its node or nowhere
                 continue
-            if ask.size not in no_node:
-                other = p.index.first_fit(ask.size)
-                if other is not None:
-                    return Proposal(app, ask, other)
-                no_node.add(ask.size)
+            other = self._elsewhere(ask, no_node)
+            if other is not None:
+                return Proposal(app, ask, other)
             if by_shape:
                 skip.add(id(reservation))
                 if not one_by_one(ask):
@@ -698,13 +727,15 @@ class Walk(Reserve):
     # ================================================================== gang scheduling
     def _gang_step(self, app: Application, ask: Ask) -> Proposal | bool:
         """What a real ask of a task group does now: ``True`` it waits (placeholders are
-        still pending, or the RM's predicates refused the node of every free placeholder),
-        a ``Proposal`` takes a free placeholder's place, ``False`` it is scheduled as a
-        normal ask (no placeholder of its group is left for it).
+        still pending, or the RM's predicates refused the node of every free placeholder
+        and every node with room), a ``Proposal`` takes a free placeholder's place, ``False``
+        it is scheduled as a normal ask (no placeholder of its group is left for it).
 
         As YuniKorn's ``tryPlaceholderAllocate``: the free placeholders of the group are
         tried in turn, each on its own node; a node the predicates refused for this ask is
-        passed over (``Partition.refused``, forgotten when the cluster changes).
+        passed over (``Partition.refused``, forgotten when the cluster changes). Refused on
+        all of them, the ask goes to any node with room the predicates allow, and the first
+        free placeholder is released for it.
         """
         group = app.task_groups.get(ask.task_group_name)
         if group is None or ask.no_replace:
@@ -716,7 +747,13 @@ class Walk(Reserve):
         for placeholder in group.free.values():
             if refused is None or placeholder.node_id not in refused:
                 return Proposal(app, ask, p.nodes[placeholder.node_id], replace=placeholder)
-        return bool(group.free)
+        if not group.free:
+            return False
+        assert refused is not None  # only the predicates refuse a placeholder's node
+        node = p.index.first_fit(ask.size, refused)
+        if node is None:
+            return True
+        return Proposal(app, ask, node, replace=next(iter(group.free.values())))
 
     def gang_fits(self, queue: Queue, app: Application) -> bool:
         """The whole placeholder total of ``app`` fits in the free quota of every queue

@@ -50,6 +50,7 @@ from scheduler.daemon._grpc_session import (
     _CallError,
     _from_configuration,
     _from_register,
+    refuse_newer_si,
 )
 from scheduler.daemon._native import Limits, run_query
 from scheduler.daemon._outbox import Outboxes
@@ -305,12 +306,27 @@ class GrpcServer:
         queue = session.open_stream(kind)
         session.streams += 1
         seq = itertools.count(1)
+        refused: list[str] = []
+
+        def take(request: Any) -> bool:
+            if session.plain and kind != _APPLICATION:
+                # A plain client hears no acks: a request of a newer SI ends its stream
+                # with the reason, rather than lose what protobuf could not read.
+                try:
+                    refuse_newer_si(request)
+                except SchedulerError as exc:
+                    refused.append(str(exc))
+                    queue.put_nowait(None)
+                    return False
+            session.take_request(kind, next(seq), request)
+            return True
 
         async def read() -> None:
-            if first is not None:
-                session.take_request(kind, next(seq), first)
+            if first is not None and not take(first):
+                return
             async for request in requests:
-                session.take_request(kind, next(seq), request)
+                if not take(request):
+                    return
 
         reader = asyncio.create_task(read())
         try:
@@ -325,6 +341,9 @@ class GrpcServer:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await reader
             session.stream_ended()
+        if refused:
+            session.log.warning("a request of {} refused: {}", session.rm_id, refused[0])
+            await context.abort(grpc.StatusCode.FAILED_PRECONDITION, refused[0])
 
     async def _session(
         self, requests: AsyncIterator[pb.FromRM], context: grpc.aio.ServicerContext[Any, Any]

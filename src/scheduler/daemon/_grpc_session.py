@@ -32,6 +32,7 @@ from scheduler.si._callback import (
     refuse_preemption,
 )
 from scheduler.si._grpc_codec import from_proto_of, to_proto_of
+from scheduler.si._versions import newer_fields, newer_si_message
 
 if TYPE_CHECKING:
     from scheduler.daemon._grpc import GrpcServer
@@ -273,6 +274,8 @@ class GrpcSession:
         taken: list[tuple[int, int, Any]] = []
         for kind, seq, message in chunk:
             try:
+                if kind != _APPLICATION and not self.plain:
+                    refuse_newer_si(message)
                 if kind == _ALLOCATION:
                     request: Any = _from_allocation(message)
                     limits.check_asks(request)
@@ -552,6 +555,15 @@ def _stand_in(
         namespace["update_container_scheduling_state"] = update_container_scheduling_state
     cls = type("RemoteResourceManager", (ResourceManagerCallback,), namespace)
     return cls()  # type: ignore[no-any-return]
+
+
+def refuse_newer_si(request: Any) -> None:
+    """Raise ``SchedulerError`` if ``request`` carries fields of a newer SI than ours (an
+    RM of YuniKorn 1.5 or later): protobuf would keep them as unknown fields, and the
+    core would never see what they say."""
+    fields = newer_fields(request)
+    if fields:
+        raise SchedulerError(newer_si_message(fields))
 
 
 def _raiser(exc: Exception) -> Callable[[], Awaitable[None]]:

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 
     from actors import ActorRef, ActorSystem
     from scheduler.objects._application import Application
+    from scheduler.objects._nodes import Node
     from scheduler.objects._partition import PartitionState
 
 __all__ = ["REPLACED", "TIMEOUT", "GangFlows"]
@@ -59,7 +60,7 @@ class GangFlows:
 
         def handshake_timer_after(self, delay: float) -> TimerHandle: ...
 
-        def transition(self, event: AppEvent, message: str = "") -> None: ...
+        def transition(self, event: AppEvent, message: str = "", *, info: str = "") -> None: ...
 
         def maybe_complete(self) -> None: ...
 
@@ -119,12 +120,18 @@ class GangFlows:
         app.gang_held = {}
 
     # ====================================================================== replacement
-    def begin_replacement(self, ask: Ask, placeholder: Allocation) -> bool:
+    def begin_replacement(
+        self, ask: Ask, placeholder: Allocation, node: Node | None = None
+    ) -> bool:
         """The scheduling pass chose ``placeholder`` for real ``ask``: claim it now (in the
         pass's turn) and run the handshake as a handler of this application's actor.
 
         A real ask larger than the placeholder cannot use it: the placeholder is released
-        with ``TIMEOUT`` and the ask goes on as a normal ask.
+        with ``TIMEOUT`` and the ask goes on as a normal ask. ``node``, if not the
+        placeholder's: the RM's predicates refused the node of every placeholder of the
+        group, and allowed this one; the real allocation goes there at once (it keeps its
+        room, re-checked now) and the placeholder is released all the same (the second
+        part of YuniKorn's ``tryPlaceholderAllocate``).
         """
         app, p = self.app, self.partition
         group = app.task_groups.get(placeholder.task_group_name)
@@ -136,8 +143,8 @@ class GangFlows:
             or app.allocations.get(placeholder.uuid) is not placeholder
         ):
             return False
-        del group.free[placeholder.uuid]
         if not fits(ask.resource, placeholder.resource):
+            del group.free[placeholder.uuid]
             ask.no_replace = True
             self._time_out_placeholder(
                 group, placeholder, "cancel placeholder: resource incompatible"
@@ -152,10 +159,73 @@ class GangFlows:
             )
             p.wake()
             return True
-        self.run_handler(self._replace_placeholder(ask, placeholder))
+        held = None
+        if node is not None and node.node_id != placeholder.node_id:
+            held = self._hold(ask, node)
+            if held is None:
+                return False  # the node's room went meanwhile
+        del group.free[placeholder.uuid]
+        self.run_handler(self._replace_placeholder(ask, placeholder, held))
         return True
 
-    async def _replace_placeholder(self, ask: Ask, placeholder: Allocation) -> None:
+    def _hold(self, ask: Ask, node: Node) -> Allocation | None:
+        """The real allocation of ``ask`` put on ``node`` now, if it still has room: no
+        queue is charged until the placeholder's release is confirmed (YuniKorn adds it to
+        the node alone, the queue "temporarily over the size")."""
+        p = self.partition
+        if (
+            p.nodes.get(node.node_id) is not node
+            or not node.schedulable
+            or (node.reserved is not None and node.reserved.ask is not ask)
+            or not fits(ask.resource, node.available)
+        ):
+            return None
+        held = self._real_allocation(ask, node.node_id, new_uuid())
+        held.tentative = True  # not the RM's yet, and no preemption victim
+        node.add_allocation(held)
+        p.index.update(node)
+        return held
+
+    def _unhold(self, held: Allocation) -> None:
+        p = self.partition
+        node = p.nodes.get(held.node_id)
+        if node is not None and node.remove_allocation(held.uuid) is not None:
+            p.index.update(node)
+            p.wake()
+
+    def held_lost(self, alloc: Allocation) -> bool:
+        """``alloc`` went with its node: if it was held for a replacement, that handshake
+        falls through (the real ask is pending again; the placeholder's release, when the
+        RM confirms it, is an ordinary one)."""
+        for rep in self.app.replacing.values():
+            if rep.held is alloc:
+                rep.held = None
+                rep.confirmed.resolve(False)
+                return True
+        return False
+
+    def _real_allocation(self, ask: Ask, node_id: str, uuid: str) -> Allocation:
+        app, p = self.app, self.partition
+        return Allocation(
+            uuid,
+            ask.allocation_key,
+            app.application_id,
+            p.name,
+            node_id,
+            ask.resource,
+            ask.priority,
+            ask.tags,
+            ask.task_group_name,
+            False,
+            ask.created,
+            p.clock(),
+            allow_preempt_self=ask.allow_preempt_self,
+            originator=ask.originator,
+        )
+
+    async def _replace_placeholder(
+        self, ask: Ask, placeholder: Allocation, held: Allocation | None
+    ) -> None:
         """One replacement, start to end: mark the placeholder, release it to the RM,
         await the RM's confirmation, then swap placeholder and real allocation in one step."""
         app, p = self.app, self.partition
@@ -164,12 +234,23 @@ class GangFlows:
         if app.queue is not None:
             app.queue.remove_pending(ask.resource)
         if app.reservations:
-            node = p.nodes.get(placeholder.node_id)
+            node = p.nodes.get((placeholder if held is None else held).node_id)
             if node is not None:
                 p.reservations.after_allocation(app, ask, node)
-        rep = Replacement(placeholder, ask, Promise(), p.clock())
+        # The real allocation's uuid is known from the start: the release names it, as
+        # YuniKorn's does ("replacing uuid: ", context.go).
+        real_uuid = new_uuid() if held is None else held.uuid
+        rep = Replacement(placeholder, ask, Promise(), p.clock(), held=held, real_uuid=real_uuid)
         app.replacing[placeholder.uuid] = rep
-        p.outbox.release(placeholder, REPLACED, f"placeholder replaced by ask {ask.allocation_key}")
+        p.outbox.release(placeholder, REPLACED, f"replacing uuid: {real_uuid}")
+        p.outbox.event(  # the release names the allocation only: who it is for, here
+            si.EventRecordType.REQUEST,
+            ask.allocation_key,
+            "PlaceholderReleasing",
+            f"placeholder {placeholder.uuid} released for ask {ask.allocation_key}: "
+            f"allocation {real_uuid} takes its place once the RM confirms",
+            group=app.application_id,
+        )
         if ask.pending:
             p.wake()
         if self.handshake_timer is None:
@@ -240,41 +321,31 @@ class GangFlows:
         one update. A real ask smaller than the placeholder gives the difference back; if
         the application no longer wants the ask, only the placeholder goes."""
         app, p = self.app, self.partition
-        ph, ask = rep.placeholder, rep.ask
+        ph, ask, held = rep.placeholder, rep.ask, rep.held
         node = p.nodes.get(ph.node_id)
         queue = app.queue
         real: Allocation | None = None
-        if (
-            node is not None
-            and not rep.cancelled
+        wanted = (
+            not rep.cancelled
             and app.asks.get(ask.allocation_key) is ask
             and app.state is not AppState.FAILING
-        ):
-            real = Allocation(
-                new_uuid(),
-                ask.allocation_key,
-                app.application_id,
-                p.name,
-                node.node_id,
-                ask.resource,
-                ask.priority,
-                ask.tags,
-                ask.task_group_name,
-                False,
-                ask.created,
-                p.clock(),
-                allow_preempt_self=ask.allow_preempt_self,
-                originator=ask.originator,
-            )
+        )
+        if held is not None:  # on its own node already
+            if wanted:
+                real, held.tentative = held, False
+            else:
+                self._unhold(held)
+        elif node is not None and wanted:
+            real = self._real_allocation(ask, node.node_id, rep.real_uuid)
         real_before = len(app.allocations) - app.placeholder_count
-        if real is not None and real.resource == ph.resource:
+        if real is not None and held is None and real.resource == ph.resource:
             assert node is not None
             node.swap_allocation(ph.uuid, real)  # same size: the totals of node,
             app.swap_placeholder(ph, real)  # application and queue stay as they are
         else:
             if node is not None:
                 node.remove_allocation(ph.uuid)
-                if real is not None:
+                if real is not None and held is None:
                     node.add_allocation(real)
                 p.index.update(node)
                 p.usage_changed(node)
@@ -321,6 +392,8 @@ class GangFlows:
         """The placeholder went another way (node removed, released): the real ask wants an
         allocation again, and the next pass finds it another placeholder or a node."""
         app = self.app
+        if rep.held is not None:
+            self._unhold(rep.held)
         delta = app.give_back_pending(rep.ask)
         if delta and app.queue is not None:
             app.queue.add_pending(delta)
@@ -377,7 +450,8 @@ class GangFlows:
                 rep.cancelled = True
         self.release_gang_hold()
         self._placeholder_timeout_event(released, asks)
-        self.transition(AppEvent.FAIL if hard else AppEvent.RESUME, "ResourceReservationTimeout")
+        timeout = "ResourceReservationTimeout"  # YuniKorn's event info
+        self.transition(AppEvent.FAIL if hard else AppEvent.RESUME, timeout, info=timeout)
         changes = len(app.state_log)
         if hard:
             await self.until(lambda: not app.allocations)
@@ -432,7 +506,9 @@ class GangFlows:
                 if group is not None:
                     group.timedout += ask.pending
             self.partition.outbox.release_ask(
-                ask, TIMEOUT, "releasing placeholder asks on placeholder timeout"
+                ask,
+                TIMEOUT,
+                "releasing placeholders asks on placeholder timeout",  # YuniKorn's
             )
             self.remove_ask(ask.allocation_key)
             released += 1

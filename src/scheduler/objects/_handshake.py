@@ -40,6 +40,12 @@ class Replacement(msgspec.Struct, gc=False):
     started: float
     cancelled: bool = False
     overdue: bool = False
+    # The real allocation, on another node than the placeholder's (the RM's predicates
+    # refused the node of every placeholder): on that node already, to keep its room,
+    # and ``tentative`` (the RM hears of it when the handshake completes). None: the real
+    # allocation takes the placeholder's place on its node.
+    held: Allocation | None = None
+    real_uuid: str = ""  # the real allocation's, named in the placeholder's release
 
     def __repr__(self) -> str:
         return f"<Replacement {self.placeholder.uuid} for {self.ask.allocation_key}>"

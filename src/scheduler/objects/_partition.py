@@ -45,8 +45,11 @@ class ApplicationOwner(Protocol):
     def allocated(self, ask: Ask, alloc: Allocation) -> None:
         """The scheduling pass committed ``alloc`` for ``ask`` (node, queue and app updated)."""
 
-    def begin_replacement(self, ask: Ask, placeholder: Allocation) -> bool:
-        """Real ``ask`` takes ``placeholder``'s place: claim it and start the handshake."""
+    def begin_replacement(
+        self, ask: Ask, placeholder: Allocation, node: Node | None = None
+    ) -> bool:
+        """Real ``ask`` takes ``placeholder``'s place (on ``node``, if not the
+        placeholder's): claim it and start the handshake."""
 
     def allocation_lost(self, alloc: Allocation, message: str) -> None:
         """``alloc`` went with its node: take it off the application and tell the RM."""
@@ -101,9 +104,11 @@ class PartitionState:
         # User and group limits, and what is charged against them: None without limits.
         self.ugm = UserGroupManager.for_config(config)
         # A scheduling pass is due; and, with an RM that checks predicates, the nodes it
-        # refused per ask (forgotten when anything else changes).
+        # refused per ask, and the asks whose reservation it refused (by ask id; both
+        # forgotten when anything else changes).
         self.schedule_pending = False
         self.refused: dict[int, set[str]] = {}
+        self.refused_reserve: set[int] = set()
         # Nodes holding more than their capacity (shrunk by an UPDATE, or recovered beyond
         # it): only while there is one can root's max refuse an ask that a node has room
         # for, so only then is root part of the quota checks (``Queue.capacity_binds``).
@@ -125,6 +130,8 @@ class PartitionState:
         self.generation += 1
         if self.refused:
             self.refused = {}
+        if self.refused_reserve:
+            self.refused_reserve = set()
 
     def end_pass(self) -> None:
         """The pass is over: the nodes held back during it come back to the index."""
@@ -146,6 +153,8 @@ class PartitionState:
         self.schedule_pending = True
         if self.refused:
             self.refused = {}
+        if self.refused_reserve:
+            self.refused_reserve = set()
 
     def take_seq(self, count: int = 1) -> int:
         """The first of ``count`` fresh numbers: submission and arrival order."""
@@ -248,6 +257,7 @@ class PartitionState:
         self.preemptions = Preemptions()
         self.required_waiting.clear()
         self.refused.clear()
+        self.refused_reserve.clear()
         self.held_back.clear()
 
     def __repr__(self) -> str:

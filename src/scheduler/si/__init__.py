@@ -33,7 +33,8 @@ Use ``encode_json`` / ``decode_json`` and ``encode_msgpack`` /
 
 The room ``scheduler.si`` (this package) also holds the wire below these messages: the
 proto (``si.proto``) and its generated code (``si_pb2``, ``si_pb2_grpc``), both codecs
-(``_wire``: native MessagePack frames; ``_grpc_codec``: structs to and from protobuf), and
+(``_wire``: native MessagePack frames; ``_grpc_codec``: structs to and from protobuf;
+``_versions``: the SI version the proto has, and a request of a newer one), and
 the RM's side of the interface (``_callback``: ``ResourceManagerCallback`` and the check of
 an RM's callback). It is the bottom room: it may import ``msgspec``, ``protobuf`` and
 ``scheduler._errors``, nothing else of ``scheduler``.

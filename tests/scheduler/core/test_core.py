@@ -834,6 +834,78 @@ async def test_default_callback_is_not_asked_for_predicates(driver: Driver) -> N
     assert len(driver.allocs()) == 1
 
 
+class Checking(RecordingCallback):
+    """Checks predicates: records every question (ask, node, allocate) and refuses the
+    reservations of the nodes in ``no_reserve``."""
+
+    def __init__(self, no_reserve: tuple[str, ...] = ()) -> None:
+        super().__init__()
+        self.asked: list[tuple[str, str, bool]] = []
+        self.no_reserve = no_reserve
+
+    async def predicates(self, args: si.PredicatesArgs) -> bool:
+        self.asked.append((args.allocation_key, args.node_id, args.allocate))
+        return args.allocate or args.node_id not in self.no_reserve
+
+
+async def _big_ask_waiting_with(core: scheduler.Core, clock: ManualClock, rm: Checking) -> Driver:
+    """As ``_big_ask_waiting``, with an RM that checks predicates: n1 and n2 (memory 100)
+    each hold 60 of "small"; "big" asks for 80."""
+    d = Driver(core, clock)
+    d.rm = rm
+    await d.register()
+    await d.nodes(node("n1"), node("n2"))
+    await d.apps(app("small"), app("big", queue="root.b"))
+    await d.asks(ask("s", "small", memory=60, count=2))
+    await d.settle()
+    await d.asks(ask("b", "big", memory=80))
+    await d.settle()
+    return d
+
+
+async def test_an_rm_that_checks_predicates_gets_reservations(
+    core: scheduler.Core, clock: ManualClock
+) -> None:
+    """A large ask on a busy cluster reserves a node with an RM that checks predicates too:
+    the reservation is put to them with allocate false, and the ask is placed there once
+    a small one finishes (yunikorn-core v1.2.0 objects/application.go ``tryNodes``:
+    ``preReserveConditions`` before a reservation; ``tryReservedAllocate``: the reserved
+    node first, asked with ``preAllocateConditions``)."""
+    rm = Checking()
+    d = await _big_ask_waiting_with(core, clock, rm)
+    assert not any(key == "b" for key, _, _ in rm.asked)  # no node has room: nothing asked
+    await clock.advance(2)
+    assert [q for q in rm.asked if q[0] == "b"] == [("b", "n1", False)]
+    assert (await core.get_node("default", "n1"))["reservations"] == ["big|b"]
+    await d.asks(ask("s2", "small", memory=30, count=2))
+    await d.settle()
+    assert [a.node_id for a in d.allocs("small")][2:] == ["n2"]  # not on the reserved n1
+    await d.release(next(a for a in d.allocs("small") if a.node_id == "n1"))
+    await d.settle()
+    assert [(a.allocation_key, a.node_id) for a in d.allocs("big")] == [("b", "n1")]
+    assert rm.asked[-1] == ("b", "n1", True)
+    assert (await core.get_node("default", "n1"))["reservations"] == []
+
+
+async def test_a_reservation_the_predicates_refuse_is_not_made(
+    core: scheduler.Core, clock: ManualClock
+) -> None:
+    """Refused with allocate false, the closest node is not reserved, nor is another in its
+    place; the question is not asked again until the cluster changes (yunikorn-core
+    v1.2.0 objects/application.go ``tryNodes``: one candidate, ``preReserveConditions``
+    refused, no reservation)."""
+    rm = Checking(no_reserve=("n1",))
+    d = await _big_ask_waiting_with(core, clock, rm)
+    await clock.advance(2)
+    await clock.advance(2)
+    assert [q for q in rm.asked if q[0] == "b"] == [("b", "n1", False)]
+    assert (await core.get_application("default", "big"))["reservations"] == []
+    await d.nodes(node("n3", memory=50))  # the cluster changes: asked again, refused again
+    await d.settle()
+    assert [q for q in rm.asked if q[0] == "b"] == [("b", "n1", False)] * 2
+    assert (await core.get_application("default", "big"))["reservations"] == []
+
+
 # ============================================================================ partitions
 TWO_PARTITIONS = """
 partitions:
@@ -1011,7 +1083,9 @@ async def test_rejected_application_expires_after_three_days(driver: Driver) -> 
     await driver.clock.advance(3 * 24 * 3600)
     with pytest.raises(scheduler.NotFoundError):
         await driver.core.get_application("default", "a1")
-    assert driver.rm.app_states("a1") == ["Rejected", "Expired"]
+    # No update for Rejected (the RejectedApplication says it), one for Expired:
+    # yunikorn-core v1.2.0 objects/application.go OnStateChange.
+    assert driver.rm.app_states("a1") == ["Expired"]
 
 
 class SettlesInCallback(RecordingCallback):

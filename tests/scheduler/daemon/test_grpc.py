@@ -3,6 +3,7 @@ every SI message, and the daemon scenario of ``test_daemon`` driven over ``grpc:
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import os
 from collections.abc import AsyncIterator, Iterator
@@ -420,6 +421,37 @@ async def test_a_plain_si_client_without_the_extension(daemon: Daemon) -> None:
         response: Any = await nodes.read()
         assert [n.node_id for n in response.accepted] == ["p1"], response
         nodes.cancel()
+
+
+@pytest.mark.asyncio
+async def test_an_rm_of_a_newer_si_is_told_which_si_the_daemon_speaks(daemon: Daemon) -> None:
+    """A plain client of YuniKorn 1.8's SI sends its pods as ``AllocationRequest.allocations``
+    (field 4 in yunikorn-scheduler-interface v1.8.0's si.proto), unknown to our SI: the
+    stream ends with FAILED_PRECONDITION naming the SI the daemon speaks, rather than the
+    request being taken with nothing in it."""
+    from scheduler.si._versions import SI_VERSION
+
+    async with grpc.aio.insecure_channel(daemon.grpc.removeprefix("grpc://")) as channel:
+        register = channel.unary_unary(
+            "/si.v1.Scheduler/RegisterResourceManager",
+            request_serializer=pb.RegisterResourceManagerRequest.SerializeToString,
+            response_deserializer=pb.RegisterResourceManagerResponse.FromString,
+        )
+        config = QUEUES.replace("name: default", "name: newer")
+        await register(pb.RegisterResourceManagerRequest(rm_id="newer", config=config))
+        allocations = channel.stream_stream(
+            "/si.v1.Scheduler/UpdateAllocation",
+            request_serializer=bytes,
+            response_deserializer=pb.AllocationResponse.FromString,
+        )(None)
+        pod = pb.Allocation(allocation_key="pod-1", application_id="app").SerializeToString()
+        raw = pb.AllocationRequest(rm_id="newer").SerializeToString()
+        await allocations.write(raw + bytes([4 << 3 | 2, len(pod)]) + pod)
+        with pytest.raises(grpc.aio.AioRpcError) as failed:
+            await asyncio.wait_for(allocations.read(), 30)  # a watchdog: else it never ends
+        assert failed.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+        details = failed.value.details() or ""
+        assert f"SI {SI_VERSION}" in details and "AllocationRequest.allocations" in details
 
 
 @pytest.mark.asyncio

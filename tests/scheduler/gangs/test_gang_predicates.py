@@ -3,8 +3,9 @@
 YuniKorn's ``tryPlaceholderAllocate`` puts a real ask to the predicates on the node of a
 free placeholder of its task group (``preReserveConditions``: ``allocate`` is false); a
 refused node sends it to the next free placeholder of the group on another node, and when
-every one is refused the real ask waits for the next round. Here the next round comes
-when the cluster changes (a node update, say).
+every one is refused the real ask goes to any node with room the predicates allow
+(``allocate`` true), releasing the first placeholder. With no such node it waits for the
+next round; here the next round comes when the cluster changes (a node update, say).
 """
 
 from __future__ import annotations
@@ -145,3 +146,59 @@ async def test_a_real_ask_larger_than_its_placeholder_is_not_put_to_them_as_one(
     assert not released(d, REPLACED)
     (big,) = real_allocs(d)
     assert (big.allocation_key, big.node_id) == ("big", "n4")
+
+
+async def test_refused_on_every_placeholders_node_the_ask_goes_to_a_node_they_allow(
+    core: scheduler.Core, clock: ManualClock
+) -> None:
+    """A gang must not stall on a node condition: refused on the node of every free
+    placeholder, the real ask is put to the predicates (``allocate`` true) on the other
+    nodes with room, goes to the first they allow, and the first placeholder is released
+    for it (yunikorn-core v1.2.0 objects/application.go ``tryPlaceholderAllocate``, its
+    second part: ``phFit``, ``preAllocateConditions``, the real allocation added to the
+    node at once; partition.go ``removeAllocation``: confirmed, the placeholder leaves its
+    own node)."""
+    d, rm, phs = await one_placeholder_per_node(core, clock)
+    await d.nodes(node("n4", memory=10, vcore=1), node("n5", memory=10, vcore=1))
+    rm.refused = {("gang-real-0", p.node_id) for p in phs} | {("gang-real-0", "n4")}
+    await d.asks(*reals("gang", 1))
+    await d.settle()
+    asked = rm.questions("gang-real-0")
+    assert asked[:3] == [(p.node_id, False) for p in phs]
+    assert asked[-1] == ("n5", True) and asked[3:-1] in ([], [("n4", True)])
+    (rel,) = released(d, REPLACED)
+    assert rel.uuid == phs[0].uuid
+    assert not real_allocs(d)  # nothing before the RM confirms
+    assert (await core.get_node("default", "n5"))["allocated"]["memory"] == 10  # room kept
+    await confirm(d, [rel])
+    await d.settle()
+    (real,) = real_allocs(d)
+    assert (real.allocation_key, real.node_id) == ("gang-real-0", "n5")
+    assert (await core.get_node("default", phs[0].node_id))["allocated"].get("memory", 0) == 0
+    info = await core.get_application("default", "gang")
+    held = {a["uuid"] for a in info["allocations"] if a["placeholder"]}
+    assert held == {phs[1].uuid, phs[2].uuid}
+    assert await pending_count(d, "gang-real-0") == 0
+
+
+async def test_the_node_held_for_a_moved_replacement_goes_the_ask_waits_again(
+    core: scheduler.Core, clock: ManualClock
+) -> None:
+    """The node the real allocation went to is removed before the RM confirms: the RM is
+    told nothing of an allocation it never had, the ask is pending again, and the
+    confirmed placeholder's release is an ordinary one."""
+    d, rm, phs = await one_placeholder_per_node(core, clock)
+    await d.nodes(node("n4", memory=10, vcore=1))
+    rm.refused = {("gang-real-0", p.node_id) for p in phs}
+    await d.asks(*reals("gang", 1))
+    await d.settle()
+    (rel,) = released(d, REPLACED)
+    await d.nodes(si.NodeInfo(node_id="n4", action=si.ActionFromRM.DECOMISSION))
+    await d.settle()
+    assert [r.uuid for r in d.rm.released] == [rel.uuid]  # nothing about the held one
+    assert await pending_count(d, "gang-real-0") == 1
+    await confirm(d, [rel])
+    await d.settle()
+    assert not real_allocs(d)
+    info = await core.get_application("default", "gang")
+    assert {a["uuid"] for a in info["allocations"]} == {phs[1].uuid, phs[2].uuid}

@@ -139,7 +139,8 @@ SETTLE_TIMEOUT = 10.0  # seconds of wall time: a core that does not settle fails
 T = TypeVar("T")
 HANDSHAKE = 60.0  # the bound of a replacement handshake, then an event reports it overdue
 OVERDUE_EVENT = re.compile(r"placeholder (\S+) is still waiting")
-REPLACED_RELEASE = re.compile(r"placeholder replaced by ask (\S+)")
+REPLACED_RELEASE = re.compile(r"replacing uuid: (\S+)")  # yunikorn-core v1.2.0 context.go
+RELEASING_EVENT = re.compile(r"placeholder (\S+) released for ask (\S+): allocation (\S+) ")
 REPLACED_EVENT = re.compile(r"placeholder (\S+) replaced by allocation (\S+) on node (\S+)")
 
 
@@ -323,6 +324,7 @@ class Rm:
         self.ph_placed: Counter[str] = Counter()  # placeholders ever allocated, by app
         self.timed_out: set[str] = set()  # applications whose placeholder timeout fired
         self.replacing: dict[str, str] = {}  # placeholder uuid -> real ask key, unconfirmed
+        self.replacing_real: dict[str, str] = {}  # placeholder uuid -> the real uuid named
         # placeholder uuid -> when it was released for replacement, at the earliest and
         # at the latest (the clock at the last absorb, and now)
         self.replacing_since: dict[str, tuple[float, float]] = {}
@@ -397,6 +399,7 @@ def absorb(d: Driver, rm: Rm) -> None:
             check(a is not None and not a.answered, f"unexpected reject {rej}")
             assert a is not None
             a.answered = "rejected"
+            a.state = "Rejected"  # no UpdatedApplication says it (YuniKorn's OnStateChange)
             check(a.queue == "root.fair", f"gang rejected outside the fair queue: {rej}")
         for upd in resp.updated:
             check(upd.state in STATES, f"state {upd.state!r} is not a YuniKorn state")
@@ -443,9 +446,10 @@ def absorb(d: Driver, rm: Rm) -> None:
                 rm.outstanding[rel.uuid] = rel
                 if rel.termination_type == REPLACED:
                     m = REPLACED_RELEASE.fullmatch(rel.message)
-                    check(m is not None, f"PLACEHOLDER_REPLACED without the ask: {rel}")
+                    check(m is not None, f"PLACEHOLDER_REPLACED without the real uuid: {rel}")
                     assert m is not None
-                    rm.replacing[rel.uuid] = m.group(1)
+                    rm.replacing[rel.uuid] = ""  # the ask: its PlaceholderReleasing event
+                    rm.replacing_real[rel.uuid] = m.group(1)
                     rm.replacing_since[rel.uuid] = (rm.absorbed_at, d.clock.now())
             else:
                 check(
@@ -464,6 +468,14 @@ def absorb(d: Driver, rm: Rm) -> None:
             check(rel_ask.termination_type == TIMEOUT, f"ask released: {rel_ask}")
             rm.apps[rel_ask.application_id].gone.add(rel_ask.allocation_key)
     for ev in cb.events[n_ev:]:
+        if ev.reason == "PlaceholderReleasing":
+            m = RELEASING_EVENT.match(ev.message)
+            check(m is not None, f"PlaceholderReleasing without the uuids: {ev.message!r}")
+            assert m is not None
+            ph_uuid, key, real_uuid = m.groups()
+            check(rm.replacing.get(ph_uuid) == "", f"releasing but not released: {ev}")
+            check(rm.replacing_real.get(ph_uuid) == real_uuid, f"another allocation: {ev}")
+            rm.replacing[ph_uuid] = key
         if ev.reason == "PlaceholderReleaseOverdue":
             m = OVERDUE_EVENT.match(ev.message)
             check(m is not None, f"PlaceholderReleaseOverdue without the uuid: {ev.message!r}")
@@ -973,6 +985,7 @@ async def step(d: Driver, rm: Rm, op: Op) -> str:
             rm.old_rms.append((d.rm, rm.seen))
             rm.confirmed += rm.outstanding.values()  # the RM may still confirm them
             rm.nodes, rm.apps, rm.live, rm.outstanding, rm.replacing = [], {}, {}, {}, {}
+            rm.replacing_real = {}
             rm.seen = (0, 0, 0, 0)
             d.rm = RecordingCallback()
             await d.register(CONFIG)
