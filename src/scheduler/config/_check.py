@@ -35,7 +35,7 @@ from scheduler.config._parser import (
     queue_paths,
 )
 from scheduler.config._reader import mapping, peek_name, seq
-from scheduler.config._syntax import explain
+from scheduler.config._syntax import compose, explain
 
 __all__ = ["CheckResult", "Problem", "check_config"]
 
@@ -67,7 +67,7 @@ def check_config(text: str) -> CheckResult:
     """Check ``queues.yaml`` text with the core's parser, one partition at a time."""
     result = CheckResult(default=not text.strip())
     try:
-        document = yaml.compose(text, Loader=yaml.SafeLoader) if text.strip() else None
+        document = compose(text) if text.strip() else None
         partition_nodes = _partition_nodes(document)
     except yaml.YAMLError as exc:
         syntax = explain(exc, text)

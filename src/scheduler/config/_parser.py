@@ -146,7 +146,7 @@ from scheduler.config._reader import (
 from scheduler.config._reader import (
     uint as _uint,
 )
-from scheduler.config._syntax import explain
+from scheduler.config._syntax import compose, explain
 
 _T = TypeVar("_T")
 
@@ -192,7 +192,7 @@ def parse_config(text: str) -> SchedulerConfig:
     """
     source = text if text.strip() else DEFAULT_SCHEDULER_CONFIG
     try:
-        document = yaml.compose(source, Loader=yaml.SafeLoader)
+        document = compose(source)
     except yaml.YAMLError as exc:
         raise ConfigError(str(explain(exc, source))) from None
     if document is None:

@@ -5,7 +5,8 @@ expected <block end>, but found '<block mapping start>'``). :func:`explain` turn
 into one sentence a user can act on, placed at the line and column that needs the change:
 the line of a key without its ``:``, not the line after it; the end of the file for a
 quote never closed, naming where it opened. Both ``parse_config`` and
-``scheduler check-config`` use it, so the core and the check say the same thing.
+``scheduler check-config`` read the text with :func:`compose` and use it, so the core and
+the check say the same thing.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Final, NamedTuple
 
 import yaml
 
-__all__ = ["SyntaxProblem", "explain"]
+__all__ = ["SyntaxProblem", "TooDeep", "compose", "explain"]
 
 
 class SyntaxProblem(NamedTuple):
@@ -258,8 +259,54 @@ _RULES: Final[tuple[tuple[str, str, _Explainer, bool], ...]] = (
 )
 
 
+class TooDeep(yaml.YAMLError):
+    """Lists and maps nested too deeply for the YAML reader, which recurses once per level
+    (Python's recursion limit would end it with a ``RecursionError``)."""
+
+
+def compose(text: str) -> yaml.Node | None:
+    """The YAML node tree of ``text`` (the safe loader), or None for an empty document.
+
+    Raises:
+        yaml.YAMLError: a syntax error; :class:`TooDeep` for nesting the reader cannot
+            follow (``"[" * 5000``), which would otherwise end in a ``RecursionError``.
+    """
+    try:
+        return yaml.compose(text, Loader=yaml.SafeLoader)
+    except RecursionError:
+        raise TooDeep() from None
+
+
+def _too_deep(text: str) -> SyntaxProblem:
+    """Where ``[`` and ``{`` first nest more than ``_DEEP`` levels, if they do."""
+    depth, line, column = 0, 1, 0
+    for char in text:
+        column += 1
+        if char == "\n":
+            line, column = line + 1, 0
+        elif char in "[{":
+            depth += 1
+            if depth > _DEEP:
+                break
+        elif char in "]}":
+            depth = max(0, depth - 1)
+    else:
+        line = column = 0
+    return SyntaxProblem(
+        "lists or maps are nested too deeply to read here: a queues.yaml needs a few levels "
+        "(a partition, its queues and theirs); look for unbalanced '[' or '{'",
+        line,
+        column,
+    )
+
+
+_DEEP: Final = 100  # levels of flow nesting reported as the place (the reader fails later)
+
+
 def explain(exc: yaml.YAMLError, text: str) -> SyntaxProblem:
     """``exc`` (raised reading ``text``) in plain words, at the place that needs the change."""
+    if isinstance(exc, TooDeep):
+        return _too_deep(text)
     if isinstance(exc, yaml.reader.ReaderError):
         before = text[: exc.position]
         line, column = before.count("\n") + 1, len(before) - (before.rfind("\n") + 1) + 1

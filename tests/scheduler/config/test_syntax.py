@@ -223,3 +223,26 @@ def test_an_unforeseen_syntax_error_still_gets_plain_words_and_its_place() -> No
     assert explained.message.startswith("the text here cannot be read as YAML: check its")
     assert "brand-new" not in explained.message
     assert str(explained).endswith("(line 5, column 3)")
+
+
+@pytest.mark.parametrize(
+    ("text", "place"),
+    [
+        ("[" * 5000, (1, 101)),
+        ("partitions:\n  - name: default\n    queues: " + "{a: " * 3000, (3, 413)),
+    ],
+)
+def test_nesting_too_deep_for_the_reader_is_a_syntax_error_not_a_crash(
+    text: str, place: tuple[int, int]
+) -> None:
+    """PyYAML's reader recurses once per level: thousands of '[' ended in a RecursionError
+    out of parse_config (an RM's registration, check-config, validate-conf). Now both say
+    so in words, placed where the nesting passes 100 levels."""
+    with pytest.raises(ConfigError) as refused:
+        parse_config(text)
+    message = str(refused.value)
+    assert message.startswith("invalid YAML: lists or maps are nested too deeply to read here")
+    assert message.endswith(f"(line {place[0]}, column {place[1]})")
+    [problem] = check_config(text).problems
+    assert (problem.line, problem.column) == place
+    assert problem.message in message
