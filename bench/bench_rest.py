@@ -39,7 +39,7 @@ async def main(args: argparse.Namespace) -> None:
         core = s.core
         await s.add_nodes(*(f"node-{n}" for n in range(args.nodes)))
         for n in range(args.apps):
-            await s.submit(f"app-{n}")
+            await s.submit(f"app-{n}", tags={"namespace": "default"})  # the built-in tag rule
             await s.ask(f"app-{n}", "work", memory=10**12)  # fits nowhere: stays pending
         ref = core._partition_ref("default")
 

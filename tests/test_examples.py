@@ -180,3 +180,11 @@ def test_readme_python_block_runs(index: int) -> None:
     code = python_blocks(README.read_text())[index]
     result = run_python(["-c", code])
     assert_ran(result, f"README python block {index}:\n{code}")
+
+
+def test_the_readme_example_allocates_what_the_readme_says() -> None:
+    # "It prints `allocated: task on node-1` twice": on the built-in configuration, which
+    # places the application by its namespace tag
+    result = run_python(["-c", python_blocks(README.read_text())[0]])
+    assert "It prints `allocated: task on node-1` twice." in README.read_text()
+    assert result.stdout.splitlines() == ["allocated: task on node-1"] * 2

@@ -14,6 +14,7 @@ partitions:
       - name: root
         submitacl: "*"
         queues:
+          - name: default
           - name: batch
             resources:
               max: {memory: 40, vcore: 4}
@@ -33,6 +34,7 @@ async def test_the_queue_quota_caps_a_job(scheduler_scenario: Scenario) -> None:
 
 
 @pytest.mark.asyncio
+@pytest.mark.scheduler_config(QUEUES)
 async def test_a_gang_replaces_its_placeholders(scheduler_scenario: Scenario) -> None:
     s = scheduler_scenario
     await s.add_nodes("n1", "n2")
@@ -48,6 +50,7 @@ async def test_a_gang_replaces_its_placeholders(scheduler_scenario: Scenario) ->
 
 
 @pytest.mark.asyncio
+@pytest.mark.scheduler_config(QUEUES)
 async def test_unused_placeholders_time_out(scheduler_scenario: Scenario) -> None:
     s = scheduler_scenario
     await s.add_nodes("n1")
@@ -66,6 +69,7 @@ def anyio_backend() -> str:
 
 
 @pytest.mark.anyio
+@pytest.mark.scheduler_config(QUEUES)
 async def test_under_anyio(scheduler_scenario: Scenario) -> None:
     await scheduler_scenario.add_nodes("n1")
     await scheduler_scenario.submit("job-1")

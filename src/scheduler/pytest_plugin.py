@@ -8,7 +8,8 @@ Installed with the package and loaded through the ``pytest11`` entry point ``sch
 * ``scheduler_core``: a core started on ``scheduler_clock``, stopped after the test;
 * ``scheduler_scenario``: a :class:`~scheduler.testing.Scenario` on that core, clock and RM,
   registered with the queue configuration of the test's ``scheduler_config`` marker, or
-  of the ``scheduler_config`` fixture (the built-in default unless a test overrides it).
+  of the ``scheduler_config`` fixture (the built-in default unless a test overrides it:
+  YuniKorn's, which places an application by its ``namespace`` tag only).
 
 The async fixtures run on the test's own event loop under pytest-asyncio (strict or auto
 mode: they count as ``pytest_asyncio.fixture``\\ s) and under anyio's pytest plugin with the
@@ -97,8 +98,8 @@ def scheduler_rm() -> RecordingCallback:
 @pytest.fixture
 def scheduler_config(request: pytest.FixtureRequest) -> str:
     """Queue configuration YAML for ``scheduler_scenario``: the ``scheduler_config`` marker's
-    argument, else empty (the built-in default). Override the fixture to change it for a
-    module or a directory."""
+    argument, else empty (the built-in default, YuniKorn's: placement by the ``namespace``
+    tag only). Override the fixture to change it for a module or a directory."""
     marker = request.node.get_closest_marker(_MARKER)
     return str(marker.args[0]) if marker is not None else ""
 

@@ -187,9 +187,9 @@ class Scenario:
     in :attr:`rm` when it returns. The core, the clock and the recording callback stay
     available for anything the helpers do not cover::
 
-        async with start_scenario() as s:
+        async with start_scenario() as s:  # the built-in configuration: by namespace tag
             await s.add_nodes("n1", memory=100, vcore=10)
-            await s.submit("app-1")
+            await s.submit("app-1", tags={"namespace": "default"})  # root.default
             await s.ask("app-1", count=2, memory=10, vcore=1)
             s.assert_allocated("app-1", 2)
 
@@ -224,7 +224,8 @@ class Scenario:
 
     # ------------------------------------------------------------------ requests
     async def register(self, config: str = "") -> si.RegisterResourceManagerResponse:
-        """Register the RM with queue configuration ``config`` (empty: the built-in default).
+        """Register the RM with queue configuration ``config`` (empty: the built-in default,
+        YuniKorn's, which places an application by its ``namespace`` tag only).
 
         Raises:
             scheduler.SchedulerError: The configuration is invalid.
@@ -501,7 +502,8 @@ async def start_scenario(
     asyncio backend) and outside tests; leaving it stops the core.
 
     Args:
-        config: Queue configuration YAML; empty means the built-in default.
+        config: Queue configuration YAML; empty means the built-in default, YuniKorn's,
+            which places an application by its ``namespace`` tag only.
         clock: The clock to start the core with; a new :class:`ManualClock` by default.
         rm: The callback to register; a new :class:`RecordingCallback` by default.
 

@@ -37,6 +37,20 @@ partitions:
 """
 
 
+#: Applications name their queue, which is made when missing: for tests whose applications
+#: carry no ``namespace`` tag, which YuniKorn's built-in default places by.
+PROVIDED = """
+partitions:
+  - name: default
+    placementrules:
+      - name: provided
+        create: true
+    queues:
+      - name: root
+        submitacl: '*'
+"""
+
+
 def node(node_id: str, memory: int = 100, vcore: int = 10, **kw: Any) -> si.NodeInfo:
     return si.NodeInfo(
         node_id=node_id,

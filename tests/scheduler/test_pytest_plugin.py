@@ -55,7 +55,8 @@ async def test_fixtures_share_one_core(
     assert (s.core, s.clock, s.rm) == (scheduler_core, scheduler_clock, scheduler_rm)
     with anyio.fail_after(10):
         await s.add_nodes("n1")
-        await s.submit("app-1")
+        # the built-in default configuration places by the namespace tag: root.default
+        await s.submit("app-1", tags={{"namespace": "default"}})
         await s.ask("app-1", count=2)
         await scheduler_clock.advance(1)
     s.assert_allocated("app-1", 2)

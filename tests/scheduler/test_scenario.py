@@ -76,12 +76,16 @@ async def test_timed_out_placeholders_are_confirmed_once(scheduler_scenario: Sce
 
 
 async def test_start_scenario_on_the_default_configuration() -> None:
+    """YuniKorn's built-in configuration: the ``namespace`` tag names the queue, made on
+    demand; an application without the tag is rejected whatever queue it names."""
     async with start_scenario() as s:
         await s.add_nodes("n1")
-        await s.submit("app-1")  # root.default, created by the default placement rules
+        await s.submit("app-1", tags={"namespace": "team"})  # root.team, made by the tag rule
         await s.ask("app-1")
         s.assert_allocated("app-1", 1)
-        assert (await s.application("app-1"))["queueName"] == "root.default"
+        assert (await s.application("app-1"))["queueName"] == "root.team"
+        await s.submit("app-2")  # names root.default, has no namespace tag
+        assert [r.application_id for r in s.rm.rejected_apps] == ["app-2"]
 
 
 async def test_start_scenario_rejects_an_invalid_configuration() -> None:

@@ -1,9 +1,10 @@
 """The demo scenario behind ``scheduler demo``: what happened, as tables of rows.
 
-Nodes, a gang and a plain application in two dynamic queues: the gang's placeholders, their
-replacement by real tasks through the release handshake, a release, completion. The scenario
-knows nothing about the terminal: it hands each report to ``on_report`` and each finished
-step to ``on_step``; the CLI renders them.
+Nodes, a gang and a plain application in two dynamic queues, which the built-in
+configuration (YuniKorn's) makes from each application's ``namespace`` tag, as a Kubernetes
+shim sends it: the gang's placeholders, their replacement by real tasks through the release
+handshake, a release, completion. The scenario knows nothing about the terminal: it hands
+each report to ``on_report`` and each finished step to ``on_step``; the CLI renders them.
 """
 
 from __future__ import annotations
@@ -125,14 +126,14 @@ def _applications(tasks: int) -> si.ApplicationRequest:
         new=[
             si.AddApplicationRequest(
                 application_id="spark-etl",
-                queue_name="root.batch",
+                tags={"namespace": "batch"},  # the built-in tag rule: root.batch
                 ugi=si.UserGroupInformation(user="demo"),
                 placeholder_ask=si.Resource.of(memory=GI * tasks, vcore=500 * tasks),
                 gang_scheduling_style="Soft",
             ),
             si.AddApplicationRequest(
                 application_id="web-api",
-                queue_name="root.service",
+                tags={"namespace": "service"},  # the built-in tag rule: root.service
                 ugi=si.UserGroupInformation(user="demo"),
             ),
         ],

@@ -24,15 +24,14 @@ DEFAULT_PARTITION: Final = "default"
 #: Placement rules known to YuniKorn v1.2 (``pkg/scheduler/placement/rule.go``).
 PLACEMENT_RULE_NAMES: Final = ("provided", "user", "fixed", "tag")
 
-#: YuniKorn core's built-in configuration, used when no configuration text is given.
-# YuniKorn's default places by the ``namespace`` tag only, which a Kubernetes shim always
-# sets; an RM driving this core directly names its queue instead, so ``provided`` comes first.
+#: YuniKorn core's built-in configuration, used when no configuration text is given:
+#: ``configs.DefaultSchedulerConfig`` (pkg/common/configs/config.go, the same text in v1.2.0
+#: and v1.8.0). It places an application by its ``namespace`` tag only, which a Kubernetes
+#: shim always sets: an application without that tag is rejected, whatever queue it names.
 DEFAULT_SCHEDULER_CONFIG: Final = """
 partitions:
   - name: default
     placementrules:
-      - name: provided
-        create: true
       - name: tag
         value: namespace
         create: true

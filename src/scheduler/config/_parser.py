@@ -15,8 +15,9 @@ Behaviour taken from YuniKorn (see the module's tests for each rule):
 
 * empty text loads :data:`DEFAULT_SCHEDULER_CONFIG`, YuniKorn core's built-in default
   (``configs.DefaultSchedulerConfig``: partition ``default``, placement rule ``tag`` on
-  ``namespace`` with ``create: true``, queue ``root`` with ``submitacl: '*'``), with a
-  ``provided`` rule (``create: true``) before the tag rule so applications may name their
+  ``namespace`` with ``create: true``, queue ``root`` with ``submitacl: '*'``, the same
+  text in v1.2.0 and v1.8.0): an application without a ``namespace`` tag matches no rule
+  and is rejected; a configuration with a ``provided`` rule lets applications name their
   queue;
 * a partition without a name, or named ``default`` in any case, is ``default``; partition
   names are unique case-insensitively;

@@ -76,6 +76,9 @@ def test_demo_prints_nodes_apps_allocations_and_queues(capsys: pytest.CaptureFix
         table
     )
     assert ["web-api-task-0", "web-api", "node-2", "memory=1Gi, vcore=500m"] in table
+    # the built-in configuration made each queue from the application's namespace tag
+    assert ["root.service", "Active", "-", "memory=2Gi, vcore=1", "-"] in table
+    assert ["root.batch", "Active", "-", "-", "-"] in table
 
 
 def test_demo_summarises_long_tables(capsys: pytest.CaptureFixture[str]) -> None:

@@ -158,18 +158,17 @@ def test_quantity_and_config_errors_are_scheduler_errors() -> None:
 
 # ============================================================================ default
 @pytest.mark.parametrize("text", ["", "   \n\t\n"])
-def test_empty_text_is_yunikorn_default_with_provided_first(text: str) -> None:
-    """YuniKorn's ``configs.DefaultSchedulerConfig``; it sets no ``preemption``, which
-    YuniKorn 1.3+ reads as enabled (``PartitionContext.updatePreemption``)."""
+def test_empty_text_is_yunikorn_default(text: str) -> None:
+    """YuniKorn's ``configs.DefaultSchedulerConfig`` (pkg/common/configs/config.go, v1.2.0
+    to v1.8.0): one ``tag`` rule on ``namespace``, no ``provided`` rule. It sets no
+    ``preemption``, which YuniKorn 1.3+ reads as enabled
+    (``PartitionContext.updatePreemption``)."""
     config = parse_config(text)
     assert len(config.partitions) == 1
     partition = config.partitions[0]
     assert partition.name == "default"
     assert partition.queue == QueueConfig(name="root", parent=True, submit_acl="*")
-    assert partition.placement_rules == (
-        PlacementRule(name="provided", create=True),
-        PlacementRule(name="tag", value="namespace", create=True),
-    )
+    assert partition.placement_rules == (PlacementRule(name="tag", value="namespace", create=True),)
     assert partition.node_sort_policy.type == "fair"
     assert partition.preemption_enabled
     expected = hashlib.sha256(DEFAULT_SCHEDULER_CONFIG.encode()).hexdigest().upper()

@@ -22,7 +22,7 @@ import scheduler
 from scheduler import si
 from scheduler.testing import ManualClock, RecordingCallback
 
-from ..conftest import RM, Driver, app, ask, node
+from ..conftest import PROVIDED, RM, Driver, app, ask, node
 
 INT64_MAX = 2**63 - 1
 
@@ -403,7 +403,10 @@ async def _drive(node_list: list[Any], app_list: list[Any], ask_list: list[Any])
     rm = RecordingCallback()
     clock = ManualClock()
     async with scheduler.start_scheduler(clock=clock) as core:
-        await core.register_resource_manager(si.RegisterResourceManagerRequest(rm_id="rm"), rm)
+        # the provided rule accepts the random applications' queues: more of them get in
+        await core.register_resource_manager(
+            si.RegisterResourceManagerRequest(rm_id="rm", config=PROVIDED), rm
+        )
         good_node = si.NodeInfo(
             node_id="good",
             action=si.ActionFromRM.CREATE,

@@ -12,7 +12,7 @@ import scheduler
 from scheduler import si
 from scheduler.testing import ManualClock, RecordingCallback
 
-from ..conftest import QUEUES, RM, Driver, app, ask, node
+from ..conftest import PROVIDED, QUEUES, RM, Driver, app, ask, node
 
 pytestmark = pytest.mark.asyncio
 
@@ -655,7 +655,7 @@ async def test_dynamic_queue_created_and_removed_when_empty(
     core: scheduler.Core, clock: ManualClock
 ) -> None:
     d = Driver(core, clock)
-    await d.register("")  # the built-in default: applications name their queue
+    await d.register(PROVIDED)  # the provided rule makes the queue the application names
     await d.nodes(node("n1"))
     await d.apps(app("a1", queue="root.team.x"))
     await d.asks(ask("k", "a1"))
@@ -739,7 +739,9 @@ class Exploding(RecordingCallback):
 @pytest.mark.logs_errors("RM callback update_node raised")
 async def test_callback_exception_does_not_stop_the_core(core: scheduler.Core) -> None:
     rm = Exploding()
-    await core.register_resource_manager(si.RegisterResourceManagerRequest(rm_id="rm"), rm)
+    await core.register_resource_manager(
+        si.RegisterResourceManagerRequest(rm_id="rm", config=PROVIDED), rm
+    )
     await core.update_node(si.NodeRequest(rm_id="rm", nodes=[node("n1")]))
     await core.update_application(si.ApplicationRequest(rm_id="rm", new=[app("a1", "root.x")]))
     await core.update_allocation(si.AllocationRequest(rm_id="rm", asks=[ask("k", "a1")]))
@@ -799,7 +801,9 @@ class Picky(RecordingCallback):
 
 async def test_predicates_of_the_rm_decide_the_node(core: scheduler.Core) -> None:
     rm = Picky()
-    await core.register_resource_manager(si.RegisterResourceManagerRequest(rm_id="rm"), rm)
+    await core.register_resource_manager(
+        si.RegisterResourceManagerRequest(rm_id="rm", config=PROVIDED), rm
+    )
     await core.update_node(si.NodeRequest(rm_id="rm", nodes=[node("n1"), node("n2", memory=15)]))
     await core.update_application(si.ApplicationRequest(rm_id="rm", new=[app("a1", "root.x")]))
     await core.update_allocation(si.AllocationRequest(rm_id="rm", asks=[ask("k", "a1", count=2)]))
@@ -815,7 +819,9 @@ async def test_an_ask_bound_to_a_node_the_predicates_refuse_waits(core: schedule
     once and then waits (it was proposed again and again, and the core never settled),
     until the cluster changes."""
     rm = Picky()
-    await core.register_resource_manager(si.RegisterResourceManagerRequest(rm_id="rm"), rm)
+    await core.register_resource_manager(
+        si.RegisterResourceManagerRequest(rm_id="rm", config=PROVIDED), rm
+    )
     await core.update_node(si.NodeRequest(rm_id="rm", nodes=[node("n1"), node("n2")]))
     await core.update_application(si.ApplicationRequest(rm_id="rm", new=[app("a1", "root.x")]))
     bound = ask("k", "a1", tags={si.DOMAIN_YUNIKORN + si.KEY_REQUIRED_NODE: "n1"})

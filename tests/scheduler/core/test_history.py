@@ -16,7 +16,7 @@ async def test_samples_come_once_a_minute_of_the_core_clock_with_no_reader() -> 
     clock = ManualClock(epoch=1_000)
     async with start_scenario(clock=clock) as s:
         await s.add_nodes("n1")
-        await s.submit("app")
+        await s.submit("app", tags={"namespace": "default"})  # the built-in default's rule
         await s.ask("app", count=2)
         core = s.core
         assert isinstance(core, scheduler.Core)

@@ -168,6 +168,29 @@ async def test_no_rule_placing_it_rejects_with_yunikorns_reason_and_leaves_no_qu
         assert info["queueName"] == ""
 
 
+async def test_the_built_in_default_places_by_namespace_and_rejects_an_app_without_it(
+    core: scheduler.Core, clock: ManualClock
+) -> None:
+    """An empty configuration is YuniKorn's ``DefaultSchedulerConfig`` (configs/config.go),
+    whose one rule is ``tag`` on ``namespace``: without the tag ``tagRule.placeApplication``
+    (placement/tag_rule.go, v1.2.0) names no queue, so ``PlaceApplication``
+    (placement/placement.go) rejects the application, whichever queue it names, and
+    ``PartitionContext.AddApplication`` (partition.go) prefixes the reason."""
+    d = await placed(
+        core,
+        clock,
+        "",
+        request("app-1", "root.default"),
+        request("app-2", "root.default", tags={"namespace": "team"}),
+    )
+    assert d.rm.accepted_apps == ["app-2"]
+    assert [(r.application_id, r.reason) for r in d.rm.rejected_apps] == [
+        ("app-1", f"failed to place application app-1: {NO_RULE}")
+    ]
+    assert (await d.core.get_application("default", "app-2"))["queueName"] == "root.team"
+    assert not await queue_exists(d, "root.default")  # the named queue was not made
+
+
 async def test_a_parent_rule_naming_a_leaf_rejects_at_once(
     core: scheduler.Core, clock: ManualClock
 ) -> None:
