@@ -14,13 +14,32 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any, Final
 
-__all__ = ["ATTEMPTS", "LATENCY_BUCKETS", "SUBMISSIONS", "SchedulingCounters"]
+__all__ = ["ATTEMPTS", "LATENCY_BUCKETS", "SUBMISSIONS", "Latency", "SchedulingCounters"]
 
 # YuniKorn's ``scheduling_latency_milliseconds`` buckets: ExponentialBuckets(0.0001, 10, 6),
 # observed in seconds as YuniKorn does despite the name.
 LATENCY_BUCKETS: Final = (0.0001, 0.001, 0.01, 0.1, 1.0, 10.0)
 ATTEMPTS: Final = ("allocated", "rejected", "error", "released")
 SUBMISSIONS: Final = ("accepted", "rejected")
+
+
+class Latency:
+    """One latency histogram: observations per bucket of ``LATENCY_BUCKETS`` (the last is
+    +Inf) and their sum, in seconds."""
+
+    __slots__ = ("buckets", "total")
+
+    def __init__(self) -> None:
+        self.buckets = [0] * (len(LATENCY_BUCKETS) + 1)
+        self.total = 0.0
+
+    def observe(self, seconds: float, count: int = 1) -> None:
+        """``count`` observations that took ``seconds`` together, each at the mean."""
+        self.buckets[bisect_left(LATENCY_BUCKETS, seconds / count)] += count
+        self.total += seconds
+
+    def info(self) -> dict[str, Any]:
+        return {"buckets": list(self.buckets), "sum": self.total}
 
 
 class SchedulingCounters:
@@ -46,14 +65,10 @@ class SchedulingCounters:
         "events_created",
         "failed_nodes",
         "latency",
-        "latency_sum",
         "node_sorting",
-        "node_sorting_sum",
         "preemption_latency",
-        "preemption_latency_sum",
         "submissions",
         "try_node",
-        "try_node_sum",
     )
 
     def __init__(self) -> None:
@@ -62,24 +77,18 @@ class SchedulingCounters:
         self.failed_nodes = 0
         self.decommissioned_nodes = 0
         self.events_created = 0
-        self.latency = [0] * (len(LATENCY_BUCKETS) + 1)  # per bucket, the last is +Inf
-        self.latency_sum = 0.0
-        self.preemption_latency = [0] * (len(LATENCY_BUCKETS) + 1)
-        self.preemption_latency_sum = 0.0
-        self.try_node = [0] * (len(LATENCY_BUCKETS) + 1)
-        self.try_node_sum = 0.0
-        self.node_sorting = [0] * (len(LATENCY_BUCKETS) + 1)
-        self.node_sorting_sum = 0.0
+        self.latency = Latency()
+        self.preemption_latency = Latency()
+        self.try_node = Latency()
+        self.node_sorting = Latency()
 
     def observe_pass(self, seconds: float) -> None:
         """One scheduling pass took ``seconds``."""
-        self.latency[bisect_left(LATENCY_BUCKETS, seconds)] += 1
-        self.latency_sum += seconds
+        self.latency.observe(seconds)
 
     def observe_preemption(self, seconds: float) -> None:
         """One preemption round took ``seconds`` (YuniKorn's ``trypreemption_latency``)."""
-        self.preemption_latency[bisect_left(LATENCY_BUCKETS, seconds)] += 1
-        self.preemption_latency_sum += seconds
+        self.preemption_latency.observe(seconds)
 
     def observe_try_node(self, seconds: float, count: int = 1) -> None:
         """``count`` nodes took an ask in ``seconds`` together (YuniKorn's
@@ -87,13 +96,11 @@ class SchedulingCounters:
         without predicates reports its allocations this way, timed by the clock reads
         that time the pass, so it reads no clock per allocation (two reads per
         allocation cost 3.9% of its instructions); an RM's predicates time each one."""
-        self.try_node[bisect_left(LATENCY_BUCKETS, seconds / count)] += count
-        self.try_node_sum += seconds
+        self.try_node.observe(seconds, count)
 
     def observe_node_sorting(self, seconds: float) -> None:
         """One sort of all the nodes took ``seconds``."""
-        self.node_sorting[bisect_left(LATENCY_BUCKETS, seconds)] += 1
-        self.node_sorting_sum += seconds
+        self.node_sorting.observe(seconds)
 
     def count_flush(self, entries: Iterable[tuple[str, object]], events: int = 0) -> None:
         """What one flush of the outbox tells the RM, counted by field in one go, so the
@@ -116,14 +123,8 @@ class SchedulingCounters:
             "decommissionedNodes": self.decommissioned_nodes,
             "eventsCreated": self.events_created,
             "applicationSubmissions": dict(self.submissions),
-            "schedulingLatency": {"buckets": list(self.latency), "sum": self.latency_sum},
-            "tryNodeLatency": {"buckets": list(self.try_node), "sum": self.try_node_sum},
-            "nodeSortingLatency": {
-                "buckets": list(self.node_sorting),
-                "sum": self.node_sorting_sum,
-            },
-            "tryPreemptionLatency": {
-                "buckets": list(self.preemption_latency),
-                "sum": self.preemption_latency_sum,
-            },
+            "schedulingLatency": self.latency.info(),
+            "tryNodeLatency": self.try_node.info(),
+            "nodeSortingLatency": self.node_sorting.info(),
+            "tryPreemptionLatency": self.preemption_latency.info(),
         }

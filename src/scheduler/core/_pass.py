@@ -10,8 +10,6 @@ from __future__ import annotations
 
 from typing import Final
 
-from scheduler.core._counters import SchedulingCounters
-from scheduler.core._partition import Partition
 from scheduler.core._walk import SCHEDULABLE_STATES, Proposal, Walk
 from scheduler.objects._application import AppState
 from scheduler.objects._asks import Allocation, new_uuid
@@ -28,11 +26,6 @@ _RUNNING: Final = AppState.RUNNING
 class Scheduler(Walk):
     """The scheduling pass of one partition: the walk's proposals, committed; its sorts of
     all nodes are timed in ``counters`` (the partition actor's)."""
-
-    def __init__(self, partition: Partition, counters: SchedulingCounters | None = None) -> None:
-        super().__init__(partition)
-        if counters is not None:
-            self.counters = counters
 
     # ========================================================================== the pass
     def schedule(self, limit: int = 10_000) -> int:
@@ -161,8 +154,8 @@ class Scheduler(Walk):
     ) -> Allocation | None:
         """Re-check what the proposal assumed and apply it in one step, or drop it.
 
-        ``now`` is the allocation's time (the core's clock when None): the pass passes the
-        clock reading it times the commit from. ``fresh``: the proposal
+        ``now`` is the allocation's time (the core's clock when None): a pass reads the
+        clock once per 256 allocations, not once per allocation. ``fresh``: the proposal
         was made with every check below in this same turn, with nothing run in between
         (the pass's own walk), so it is applied without them.
 

@@ -76,9 +76,11 @@ class Proposal(msgspec.Struct, gc=False):
 class Reserve:
     """Reservations in the walk: whether an ask may reserve a node now, and which node."""
 
-    def __init__(self, partition: Partition) -> None:
+    def __init__(self, partition: Partition, counters: SchedulingCounters | None = None) -> None:
         self.partition = partition
-        self.counters = SchedulingCounters()  # the partition actor's own, given by Scheduler
+        # The partition actor's counters (the sorts of all nodes are timed there); a walk
+        # run alone (domain tests) keeps its own.
+        self.counters = counters if counters is not None else SchedulingCounters()
         # The earliest time a young ask that found no room may reserve: a pass sets it,
         # and the partition's actor arms a timer for it.
         self.reserve_due: float | None = None
@@ -282,8 +284,8 @@ def _missing(node: Node, size: Size) -> float | None:
 class Walk(Reserve):
     """The proposals of one partition's pass."""
 
-    def __init__(self, partition: Partition) -> None:
-        super().__init__(partition)
+    def __init__(self, partition: Partition, counters: SchedulingCounters | None = None) -> None:
+        super().__init__(partition, counters)
         # Walk the pending asks of an application by shape (its asks grouped by size, a
         # size no node or quota can hold skipped as a whole) rather than ask by ask. The
         # two place the same asks on the same nodes in the same order; the ask-by-ask walk
