@@ -90,9 +90,7 @@ class PartitionState:
         self.root = Queue("root", leaf=False)
         self.queues: dict[str, Queue] = {"root": self.root}
         self.nodes: dict[str, Node] = {}
-        self.index = NodeIndex(
-            config.node_sort_policy.type or "fair", config.node_sort_policy.resource_weights
-        )
+        self.index = self._empty_index()
         self.applications: dict[str, Application] = {}
         self.owners: dict[str, ApplicationOwner] = {}  # the actors of ``applications``
         self.terminated: dict[str, Application] = {}
@@ -232,6 +230,10 @@ class PartitionState:
             add_into(used, node.allocated)
         return dict(self.root.max_resources), used
 
+    def _empty_index(self) -> NodeIndex:
+        policy = self.config.node_sort_policy
+        return NodeIndex(policy.type or "fair", policy.resource_weights)
+
     def dismantle(self) -> None:
         """The partition is gone (its RM was removed): let go of its applications, asks,
         allocations and nodes. Its skeleton refers to itself (queues to their chain, helpers
@@ -249,10 +251,7 @@ class PartitionState:
         self.owners.clear()
         self.terminated.clear()
         self.nodes.clear()
-        self.index = NodeIndex(
-            self.config.node_sort_policy.type or "fair",
-            self.config.node_sort_policy.resource_weights,
-        )
+        self.index = self._empty_index()
         self.reservations = Reservations(self)
         self.preemptions = Preemptions()
         self.required_waiting.clear()
