@@ -40,14 +40,15 @@ LAYERS: dict[str, set[str]] = {
     "daemon": {"_errors", "si", "config", "core"},
     "client": {"_errors", "si", "daemon"},
     "doors": {"_errors", "si", "config", "core", "daemon", "client"},
-    "cli": {"_errors", "si", "config", "core", "daemon", "client", "doors"},
+    "simulate": {"_errors", "si", "config", "core", "daemon", "client", "doors"},
+    "cli": {"_errors", "si", "config", "core", "daemon", "client", "doors", "simulate"},
     "main": {"cli", "doors"},
 }
 #: Rooms that may import the actor runtime, and those that may only name its types.
 ACTORS_AT_RUN_TIME = {"gangs", "core", "doors"}
 ACTORS_TYPES_ONLY = {"objects"}
 #: Rooms that see the core only through its package.
-CORE_BY_PACKAGE = {"daemon", "client", "doors", "cli"}
+CORE_BY_PACKAGE = {"daemon", "client", "doors", "simulate", "cli"}
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,94 @@
+"""What one run of a scenario produced: samples over virtual time, one record per pod and
+per gang, and the cluster events. The engine fills it; the report, the live view and the
+tests read it. Times are seconds of virtual time since the run began; resources are maps
+of the SI's names (``memory`` in bytes, ``vcore`` in milli-vcores) to integers.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+__all__ = ["GangRecord", "PodRecord", "QueueSample", "RunResult", "Sample", "SimEvent"]
+
+
+class QueueSample(msgspec.Struct, frozen=True, kw_only=True):
+    """One leaf or parent queue at one sample: its usage and its configured bounds (empty
+    maps where the queue has none)."""
+
+    queue: str  # full path, root.a.b
+    allocated: dict[str, int]
+    guaranteed: dict[str, int]
+    max: dict[str, int]
+    pending: dict[str, int]  # resources asked and not yet allocated
+
+
+class Sample(msgspec.Struct, frozen=True, kw_only=True):
+    """The cluster at one moment of virtual time; the engine takes one every
+    ``sample_every`` seconds and one at the end."""
+
+    time: float
+    capacity: dict[str, int]  # schedulable resources of the nodes that are up
+    allocated: dict[str, int]  # what the core has allocated on them
+    pending_pods: int  # submitted, not yet allocated (placeholders included)
+    running_pods: int  # allocated and not yet released (placeholders included)
+    allocations: int  # allocations made so far (cumulative)
+    preemptions: int  # pods preempted so far (cumulative)
+    gangs_waiting: int  # gangs submitted and not yet whole
+    gangs_running: int  # gangs whole and not yet finished
+    queues: list[QueueSample]
+
+
+class PodRecord(msgspec.Struct, kw_only=True):
+    """One pod from submission to release. ``allocated``/``finished`` stay ``None`` for a
+    pod that never got so far by the end of the run."""
+
+    key: str  # the allocation key
+    job: str  # the application id
+    kind: str  # the job kind: batch, spark, permit, service
+    queue: str
+    workload: str  # the scenario's workload that made it
+    placeholder: bool
+    resource: dict[str, int]
+    submitted: float
+    allocated: float | None = None
+    finished: float | None = None
+    node: str | None = None
+    preempted: bool = False  # released by the core to make room (the pod was resubmitted
+    # as a new record, as a ReplicaSet makes a new pod)
+
+
+class GangRecord(msgspec.Struct, kw_only=True):
+    """One gang job: submitted, whole (every member placed) or given up."""
+
+    job: str
+    style: str  # Hard, Soft (placeholder gangs) or permit
+    queue: str
+    members: int
+    submitted: float
+    whole: float | None = None  # when the last member was placed
+    timed_out: bool = False
+    finished: float | None = None
+
+
+class SimEvent(msgspec.Struct, frozen=True, kw_only=True):
+    """A cluster event the scenario scheduled, as it happened: ``kind`` is ``node-added``,
+    ``node-drained``, ``node-removed`` or ``rm-restarted``; ``detail`` says what (node ids,
+    counts)."""
+
+    time: float
+    kind: str
+    detail: str
+
+
+class RunResult(msgspec.Struct, kw_only=True):
+    """One configuration's run of a scenario."""
+
+    scenario: str
+    configuration: str  # the configuration's name ("default" when the scenario has one)
+    seed: int
+    duration: float  # virtual seconds played
+    wall_seconds: float  # wall-clock seconds it took
+    samples: list[Sample] = msgspec.field(default_factory=list)
+    pods: list[PodRecord] = msgspec.field(default_factory=list)
+    gangs: list[GangRecord] = msgspec.field(default_factory=list)
+    events: list[SimEvent] = msgspec.field(default_factory=list)
