@@ -14,12 +14,27 @@ renders the progress it reports.
 from __future__ import annotations
 
 from scheduler.simulate._result import (
+    Checks,
+    Distribution,
     GangRecord,
     PodRecord,
     QueueSample,
+    QueueSummary,
     RunResult,
     Sample,
     SimEvent,
+    Summary,
 )
 
-__all__ = ["GangRecord", "PodRecord", "QueueSample", "RunResult", "Sample", "SimEvent"]
+__all__ = [
+    "Checks",
+    "Distribution",
+    "GangRecord",
+    "PodRecord",
+    "QueueSample",
+    "QueueSummary",
+    "RunResult",
+    "Sample",
+    "SimEvent",
+    "Summary",
+]

@@ -8,7 +8,18 @@ from __future__ import annotations
 
 import msgspec
 
-__all__ = ["GangRecord", "PodRecord", "QueueSample", "RunResult", "Sample", "SimEvent"]
+__all__ = [
+    "Checks",
+    "Distribution",
+    "GangRecord",
+    "PodRecord",
+    "QueueSample",
+    "QueueSummary",
+    "RunResult",
+    "Sample",
+    "SimEvent",
+    "Summary",
+]
 
 
 class QueueSample(msgspec.Struct, frozen=True, kw_only=True):
@@ -92,3 +103,64 @@ class RunResult(msgspec.Struct, kw_only=True):
     pods: list[PodRecord] = msgspec.field(default_factory=list)
     gangs: list[GangRecord] = msgspec.field(default_factory=list)
     events: list[SimEvent] = msgspec.field(default_factory=list)
+
+
+class Distribution(msgspec.Struct, frozen=True, kw_only=True):
+    """Seconds of virtual time over a set of pods or gangs (all zero when ``count`` is 0)."""
+
+    count: int
+    mean: float
+    p50: float
+    p90: float
+    p99: float
+    max: float
+
+
+class QueueSummary(msgspec.Struct, frozen=True, kw_only=True):
+    """One queue over the run."""
+
+    queue: str
+    guaranteed: dict[str, int]
+    max: dict[str, int]
+    peak: dict[str, int]  # the most it had allocated at any sample
+    mean_share: dict[str, float]  # mean of allocated / guaranteed per guaranteed resource
+    # The first sample at which its allocation reached its guarantee in every guaranteed
+    # resource, counted from when it first had pods pending; None if it never did (or had
+    # no guarantee, or never asked for it).
+    guarantee_reached_after: float | None
+    starved_seconds: float  # time with pods pending while below its guarantee
+
+
+class Checks(msgspec.Struct, frozen=True, kw_only=True):
+    """What a scenario implies, checked on what the simulated RM saw (not on what the core
+    says of itself)."""
+
+    jobs_submitted: int
+    jobs_finished: int
+    all_finished: bool
+    over_capacity: list[str]  # "node at time: used > capacity" for every breach (goal: none)
+    gangs: int
+    gangs_whole: int
+    partial_gangs: list[str]  # gangs that ran with part of their members (goal: none)
+    guarantees_reached: dict[str, bool]  # per queue with a guarantee and pods pending
+
+
+class Summary(msgspec.Struct, frozen=True, kw_only=True):
+    """One run in numbers: the body of ``summary.json`` (a list of these, one per
+    configuration, under ``runs``)."""
+
+    scenario: str
+    configuration: str
+    seed: int
+    duration: float
+    wall_seconds: float
+    pods_per_wall_second: float
+    pods_submitted: int
+    pods_allocated: int
+    pods_finished: int
+    preemptions: int
+    pending_time: Distribution  # allocated - submitted, real pods (not placeholders)
+    gang_wait: Distribution  # whole - submitted, per gang
+    utilization: dict[str, float]  # mean of allocated / capacity over the samples
+    queues: list[QueueSummary]
+    checks: Checks
