@@ -29,7 +29,7 @@ from scheduler.core._event_log import DEFAULT_CAPACITY, EventLog
 from scheduler.core._events import ConfigUpdated, Query, RMPaused
 from scheduler.core._history import DEFAULT_HISTORY_SIZE, HistoryCollector, MetricsHistory
 from scheduler.core._partition_actor import PartitionActor
-from scheduler.core._proxy import RMProxy, RMRecord, check_rm_id
+from scheduler.core._proxy import DEFAULT_PARTITION, RMProxy, RMRecord, check_rm_id
 from scheduler.core._views import config_info
 from scheduler.si._callback import ResourceManagerCallback, check_callback, overrides
 
@@ -193,8 +193,7 @@ class Core:
 
         Raises:
             SchedulerError: malformed request, a callback that is a class or lacks the SI
-                coroutine methods, invalid configuration, or a partition another RM already
-                owns.
+                coroutine methods, or invalid configuration.
         """
         if type(request) is not si.RegisterResourceManagerRequest:
             raise SchedulerError(
@@ -204,21 +203,6 @@ class Core:
         check_callback(callback)
         config = parse_config(_config_text(request.config))
         build = _build_info(request.build_info)
-        for other, reg in self._registrations.items():
-            if other == rm_id:
-                continue
-            taken = {p.name for p in config.partitions} & set(reg.actors)
-            if taken:
-                paused = (
-                    f" (Paused: Stopped {self.timeouts.rm_paused:g}s after it lost its "
-                    "connection, unless it registers again)"
-                    if reg.state == PAUSED
-                    else ""
-                )
-                name = sorted(taken)[0]
-                raise SchedulerError(
-                    f"partition {name!r} belongs to resource manager {other!r}{paused}"
-                )
         old = self._registrations.pop(rm_id, None)
         if old is not None:
             logger.bind(rm_id=rm_id).info(
@@ -443,9 +427,6 @@ class Core:
                 raise SchedulerError(
                     f"partition {name!r} still has nodes or applications and cannot be removed"
                 )
-        for other, oreg in self._registrations.items():
-            if other != rm_id and new_names & set(oreg.actors):
-                raise SchedulerError(f"a partition of the new configuration belongs to {other!r}")
         for pconf in config.partitions:  # check everything before changing anything
             ref = reg.record.partitions.get(pconf.name)
             if ref is not None:
@@ -469,12 +450,24 @@ class Core:
         await self.system.settle()
 
     def _partition_ref(self, partition: str) -> ActorRef:
+        """The partition a query names. Two RMs may each have a partition of the same name,
+        as in YuniKorn, which calls them ``[rmID]name``: that name finds the RM's own; a
+        plain ``name`` (empty: ``default``) finds the one of the RM registered first, as
+        YuniKorn's REST, which drops the RM id, finds one of them."""
         if not isinstance(partition, str):
             raise SchedulerError(f"partition name must be a string, got {partition!r}")
-        for reg in self._registrations.values():
-            ref = reg.record.partitions.get(partition or "default")
+        regs = self._registrations.values()
+        for reg in regs:
+            ref = reg.record.partitions.get(partition or DEFAULT_PARTITION)
             if ref is not None:
                 return ref
+        if partition.startswith("["):
+            for reg in regs:
+                prefix = f"[{reg.record.rm_id}]"
+                if partition.startswith(prefix):
+                    ref = reg.record.partitions.get(partition[len(prefix) :] or DEFAULT_PARTITION)
+                    if ref is not None:
+                        return ref
         raise NotFoundError(f"partition {partition!r} not found")
 
     async def _ask(self, ref: ActorRef, query: Any) -> Any:

@@ -338,7 +338,9 @@ _QUEUE_RESOURCES: Final = (
 def _queue_metrics(dump: Dump) -> list[Metric]:
     """Per queue: its resources by kind, and its applications by state (live, and
     terminated until they expire), labelled with the partition too: two partitions may
-    have queues of the same path. Each under both of YuniKorn's names: v1.2's family per
+    have queues of the same path. Two RMs' partitions of the same name (YuniKorn's
+    ``[rmID]name``) share their series, as their queues share YuniKorn's: the values add
+    up. Each under both of YuniKorn's names: v1.2's family per
     queue (``yunikorn_root_a_queue_app``), and v1.8's one family for every queue with a
     ``queue`` label (``yunikorn_queue_app{queue="root.a"}``, ``pkg/metrics/queue.go``),
     where each queue's ``maxRunningApps`` is a resource state of its own (``apps``)."""
@@ -353,9 +355,9 @@ def _queue_metrics(dump: Dump) -> list[Metric]:
             samples = resources.setdefault(_queue_metric(path, "resource"), {})
             for state, key in _QUEUE_RESOURCES:
                 for resource, value in sorted(q[key].items()):
-                    samples[(state, resource, pname)] = value
-                    by_label[(path, state, resource, pname)] = value
-            by_label[(path, "maxRunningApps", "apps", pname)] = q["maxRunningApps"]
+                    _add(samples, (state, resource, pname), value)
+                    _add(by_label, (path, state, resource, pname), value)
+            _add(by_label, (path, "maxRunningApps", "apps", pname), q["maxRunningApps"])
         for app in (*part["applications"], *part["terminatedApplications"]):
             if app["queueName"] and app["applicationState"] != AppState.REJECTED:
                 counts = apps.setdefault(_queue_metric(app["queueName"], "app"), Counter())
@@ -387,6 +389,10 @@ def _queue_metrics(dump: Dump) -> list[Metric]:
         )
     )
     return families
+
+
+def _add(values: dict[tuple[str, ...], float], key: tuple[str, ...], value: float) -> None:
+    values[key] = values.get(key, 0) + value
 
 
 def _queue_metric(path: str, kind: str) -> str:

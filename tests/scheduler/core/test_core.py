@@ -952,25 +952,44 @@ async def test_nodes_and_applications_go_to_their_partition(core: scheduler.Core
         await core.get_node("default", "gpu-1")
 
 
-async def test_a_partition_belongs_to_one_rm(core: scheduler.Core) -> None:
-    await core.register_resource_manager(
-        si.RegisterResourceManagerRequest(rm_id="rm-a"), RecordingCallback()
-    )
-    with pytest.raises(scheduler.SchedulerError, match="belongs to resource manager"):
+async def test_two_rms_each_have_their_own_default_partition(core: scheduler.Core) -> None:
+    """YuniKorn keeps each RM's partitions apart by naming them ``[rmID]partition``
+    (v1.2 ``common.GetNormalizedPartitionName``): two RMs may both have ``default``, with
+    nodes and applications of the same ids, and neither sees the other's. Its REST drops
+    the RM id (``GetPartitionNameWithoutClusterID``): ``/ws/v1/partitions`` lists both
+    under ``name: default`` with their ``clusterId``, and a plain name finds one of them."""
+    rms = {rm_id: RecordingCallback() for rm_id in ("rm-a", "rm-b")}
+    for rm_id, callback in rms.items():
         await core.register_resource_manager(
-            si.RegisterResourceManagerRequest(rm_id="rm-b"), RecordingCallback()
+            si.RegisterResourceManagerRequest(rm_id=rm_id, config=PROVIDED), callback
         )
-    other = "partitions: [{name: other, queues: [{name: root, submitacl: '*'}]}]"
-    rm_b = RecordingCallback()
-    await core.register_resource_manager(
-        si.RegisterResourceManagerRequest(rm_id="rm-b", config=other), rm_b
-    )
-    await core.update_node(
-        si.NodeRequest(rm_id="rm-b", nodes=[node("n1", attributes={si.NODE_PARTITION: "other"})])
-    )
+    for rm_id, memory in (("rm-a", 100), ("rm-b", 40)):
+        await core.update_node(si.NodeRequest(rm_id=rm_id, nodes=[node("n1", memory=memory)]))
+        await core.update_application(si.ApplicationRequest(rm_id=rm_id, new=[app("app-1")]))
+        await core.update_allocation(
+            si.AllocationRequest(rm_id=rm_id, asks=[ask("t", "app-1", memory=30, count=2)])
+        )
     await core.settle()
-    assert rm_b.accepted_nodes == ["n1"]
-    assert {p["name"] for p in await core.get_partitions()} == {"default", "other"}
+    # Each RM hears of its own objects only: rm-b's 40 fit one ask of 30, rm-a's 100 two.
+    assert [a.node_id for a in rms["rm-a"].allocations] == ["n1", "n1"]
+    assert [a.node_id for a in rms["rm-b"].allocations] == ["n1"]
+    parts = await core.get_partitions()
+    assert sorted((p["clusterId"], p["name"], p["totalNodes"]) for p in parts) == [
+        ("rm-a", "default", 1),
+        ("rm-b", "default", 1),
+    ]
+    own_a = await core.get_node("[rm-a]default", "n1")
+    own_b = await core.get_node("[rm-b]default", "n1")
+    assert (own_a["capacity"]["memory"], own_b["capacity"]["memory"]) == (100, 40)
+    assert await core.get_node("default", "n1") == own_a  # the RM registered first
+    assert len((await core.get_application("[rm-b]default", "app-1"))["allocations"]) == 1
+    with pytest.raises(scheduler.NotFoundError, match=r"\[rm-c\]default"):
+        await core.get_queue("[rm-c]default", "root")
+    # rm-a going leaves rm-b's partition as it was, and the plain name finds it now.
+    await core.stop_resource_manager("rm-a")
+    assert (await core.get_node("default", "n1"))["capacity"]["memory"] == 40
+    [part] = await core.get_partitions()
+    assert (part["clusterId"], part["totalNodes"]) == ("rm-b", 1)
 
 
 async def test_update_configuration_adds_a_partition(driver: Driver) -> None:

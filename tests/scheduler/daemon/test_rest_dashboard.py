@@ -350,3 +350,38 @@ async def test_validate_conf_checks_a_body_and_changes_nothing(
         assert r.status_code == 200 and r.json()["allowed"] is False, body
         assert r.json()["reason"]
     assert (await client.get("/ws/v1/config")).text == before.text  # nothing changed
+
+
+# ============================================================ partitions of two RMs
+@pytest.mark.asyncio
+async def test_two_rms_default_partitions_are_listed_apart_and_found_by_full_name() -> None:
+    """YuniKorn names an RM's partition ``[rmID]name`` (v1.2 common.GetNormalizedPartitionName)
+    and its REST shows the plain name with the RM as ``clusterId``
+    (webservice.getPartitionInfoDAO); ours also finds ``[rmID]name`` in a path, where a
+    plain name finds the first RM's. The metrics add the two partitions' queues up."""
+    clock = ManualClock()
+    async with scheduler.start_scheduler(clock=clock) as core:
+        first, second = Scenario(core, clock, rm_id="rm-1"), Scenario(core, clock, rm_id="rm-2")
+        for scenario, nodes in ((first, ("n1",)), (second, ("n1", "n2"))):
+            await scenario.register(QUEUES)
+            await scenario.add_nodes(*nodes)
+            await scenario.submit("app", queue="root.a")
+            await scenario.ask("app", count=1, memory=10, vcore=1)
+        async with await _client(core) as c:
+            parts = await get(c, "/ws/v1/partitions", many("PartitionInfo"))
+            assert sorted((p["clusterId"], p["name"], p["totalNodes"]) for p in parts) == [
+                ("rm-1", "default", 1),
+                ("rm-2", "default", 2),
+            ]
+            own = await get(c, "/ws/v1/partition/%5Brm-2%5Ddefault/nodes", many("NodeInfo"))
+            assert sorted(n["nodeID"] for n in own) == ["n1", "n2"]
+            plain = await get(c, "/ws/v1/partition/default/nodes", many("NodeInfo"))
+            assert [n["nodeID"] for n in plain] == ["n1"]  # rm-1 registered first
+            r = await c.get("/ws/v1/partition/%5Brm-3%5Ddefault/nodes")
+            assert r.status_code == 404, r.text
+            text = (await c.get("/ws/v1/metrics")).text
+        lines = text.splitlines()
+        memory = 'partition="default",queue="root.a",resource="memory",state="allocated"'
+        assert f"yunikorn_queue_resource{{{memory}}} 20.0" in lines  # 10 of each RM's
+        apps = 'partition="default",queue="root.a",state="starting"'
+        assert f"yunikorn_queue_app{{{apps}}} 2.0" in lines

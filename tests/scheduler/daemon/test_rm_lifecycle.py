@@ -156,13 +156,15 @@ async def test_a_paused_rm_keeps_its_partitions_until_it_is_stopped() -> None:
     async with local(10.0) as s:
         core: scheduler.Core = s.core  # type: ignore[assignment]
         await s.register(QUEUES)
+        await s.add_nodes("n1")
         core.rm_disconnected("rm-1")
         other = Scenario(core, s.clock, rm_id="rm-2")
-        with pytest.raises(SchedulerError, match="belongs to resource manager 'rm-1' \\(Paused"):
-            await other.register(QUEUES)
+        await other.register(QUEUES)  # its own default partition, beside the Paused one's
+        owners = {p["clusterId"]: p["totalNodes"] for p in await core.get_partitions()}
+        assert owners == {"rm-1": 1, "rm-2": 0}
         await s.advance(10)
-        await other.register(QUEUES)  # Stopped: the partition is free
         assert await states(core) == {"rm-1": "Stopped", "rm-2": "Running"}
+        assert [p["clusterId"] for p in await core.get_partitions()] == ["rm-2"]
 
 
 async def test_a_stale_connection_does_not_pause_a_newer_registration() -> None:

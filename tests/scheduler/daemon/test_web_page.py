@@ -464,3 +464,25 @@ async def test_the_page_reads_only_routes_that_exist() -> None:
         assert name is not None and name.group(1) in routes, call
     for state in re.findall(r'state: "(\w+)"', script):
         assert state in APPLICATION_STATES, state
+
+
+async def test_two_rms_default_partitions_are_shown_apart(daemon: Daemon, tmp_path: Path) -> None:
+    """Two RMs each with a ``default`` partition (YuniKorn's ``[rmID]default``): the page
+    shows both, and links to a node of the second go to that RM's node, not the first's."""
+    async with connect(daemon.address) as one, connect(daemon.address) as two:
+        for remote, rm_id, memory in ((one, "rm-1", 64), (two, "rm-2", 32)):
+            s = Scenario(remote, ManualClock(), rm_id=rm_id)
+            await s.register(QUEUES)
+            await s.add_nodes("node-1", memory=memory * GI, vcore=16_000)
+        dom = await rendered(
+            tmp_path, daemon.http + "/", 'data-partition="[rm-1]default"', "[rm-2]default"
+        )
+        assert 'data-partition="[rm-2]default"' in dom
+        assert 'href="#node/%5Brm-2%5Ddefault/node-1"' in dom
+        dom = await rendered(
+            tmp_path,
+            daemon.http + "/#node/%5Brm-2%5Ddefault/node-1",
+            'data-view="node"',
+            'data-resource="memory"',
+        )
+        assert row(dom, "resource", "memory").split()[1] == "32Gi"
