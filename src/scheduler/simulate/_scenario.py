@@ -311,13 +311,13 @@ class _Reader:
         """The text of a block or flow mapping, dedented to column 0, and the line and
         column (from 0) it starts at in the scenario."""
         start, end = node.start_mark, node.end_mark
-        lines = self.content.splitlines()[start.line : end.line + 1]
-        if end.line > start.line and end.column == 0:
-            lines = lines[:-1]
-        elif lines:
-            lines[-1] = lines[-1][: end.column] if end.line > start.line else lines[-1]
-        if start.line == end.line and lines:
-            lines[0] = lines[0][: end.column]
+        every = self.content.splitlines()
+        if end.column == 0 and end.line > start.line:  # a block ends where the next begins
+            lines = every[start.line : end.line]
+        else:
+            lines = every[start.line : end.line + 1]
+            if lines:
+                lines[-1] = lines[-1][: end.column]
         out = []
         for i, line in enumerate(lines):
             if i == 0:
