@@ -188,7 +188,7 @@ class SimulatedShim(ResourceManagerCallback):
     def remove_nodes(self, group: str, count: int) -> tuple[list[str], int]:
         """The last ``count`` nodes of ``group`` (drained ones first) go, with their pods:
         each real pod is lost and resubmitted, as Kubernetes recreates it elsewhere."""
-        chosen = (self._group_nodes(group, "drained") + self._group_nodes(group, "up"))[-count:]
+        chosen = (self._group_nodes(group, "up") + self._group_nodes(group, "drained"))[-count:]
         lost = 0
         for node in chosen:
             if node.state == "up":
