@@ -16,9 +16,9 @@ tracked incrementally, so a sample costs nothing per pod.
 from __future__ import annotations
 
 import math
-from functools import partial
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Final
 
 from scheduler import si

@@ -8,6 +8,7 @@ import random
 import pytest
 
 from scheduler.simulate import (
+    PodRecord,
     RunResult,
     run_all,
     run_scenario,
@@ -30,9 +31,11 @@ workloads:
 """
 
 
-def pods(result: RunResult, job: str, *, placeholder: bool | None = None) -> list:
+def pods(result: RunResult, job: str, *, placeholder: bool | None = None) -> list[PodRecord]:
     return [
-        p for p in result.pods if p.job == job and (placeholder is None or p.placeholder == placeholder)
+        p
+        for p in result.pods
+        if p.job == job and (placeholder is None or p.placeholder == placeholder)
     ]
 
 
@@ -74,7 +77,12 @@ workloads:
   - name: spark
     queue: root.a
     arrivals: {fixed: [1m]}
-    job: {kind: spark, pods: 5, driver: {memory: 2Gi, vcore: 1}, resource: {memory: 4Gi, vcore: 1}, runtime: 3m}
+    job:
+      kind: spark
+      pods: 5
+      driver: {memory: 2Gi, vcore: 1}
+      resource: {memory: 4Gi, vcore: 1}
+      runtime: 3m
 """
         )
     )
@@ -86,7 +94,10 @@ workloads:
     assert all(r.allocated is not None and r.allocated > gang.whole for r in real)
     # each real pod went where a placeholder was, once the RM confirmed its release
     assert sorted(r.node or "" for r in real) == sorted(h.node or "" for h in holders)
-    assert all(h.finished is not None and h.finished <= min(r.allocated or 0 for r in real) for h in holders)
+    assert all(
+        h.finished is not None and h.finished <= min(r.allocated or 0 for r in real)
+        for h in holders
+    )
     s = summarize(result)
     assert s.checks.all_finished and s.checks.partial_gangs == [] and s.checks.gangs_whole == 1
 
@@ -115,7 +126,9 @@ workloads:
 
 
 @pytest.mark.parametrize(("style", "failed"), [("Soft", 0), ("Hard", 1)])
-async def test_a_gang_that_cannot_gather_times_out_as_its_style_says(style: str, failed: int) -> None:
+async def test_a_gang_that_cannot_gather_times_out_as_its_style_says(
+    style: str, failed: int
+) -> None:
     result = await run_scenario(
         scenario(
             f"""\
@@ -229,8 +242,7 @@ events:
 
 async def test_configurations_run_the_same_workload_one_result_each() -> None:
     s = scenario(
-        BATCH
-        + "configurations:\n  - {name: fair}\n  - {name: packed, node_sorting: binpacking}\n"
+        BATCH + "configurations:\n  - {name: fair}\n  - {name: packed, node_sorting: binpacking}\n"
     )
     results = await run_all(s)
     assert [r.configuration for r in results] == ["fair", "packed"]

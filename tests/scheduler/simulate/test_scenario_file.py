@@ -128,8 +128,7 @@ def test_a_queues_file_is_read_beside_the_scenario(tmp_path: Path) -> None:
 
 def test_configurations_vary_sorting_and_gang_style() -> None:
     s = parse_scenario(
-        GOOD
-        + "configurations:\n  - {name: fair}\n  - {name: packed, node_sorting: binpacking,"
+        GOOD + "configurations:\n  - {name: fair}\n  - {name: packed, node_sorting: binpacking,"
         " gang_style: Soft}\n",
         source="s.yaml",
     )
