@@ -1,5 +1,5 @@
 """One session per concern: tests, contract, lint, types, docs, bench, soak, demo,
-tests_compiled, proto."""
+simulate, tests_compiled, proto."""
 
 from __future__ import annotations
 
@@ -170,3 +170,11 @@ def proto(session: nox.Session) -> None:
         "--grpc_python_out=src",
         "src/scheduler/si/si.proto",
     )
+
+
+@nox.session
+def simulate(session: nox.Session) -> None:
+    """``scheduler simulate`` with the session's arguments (none: the built-in scenario),
+    with the ``simulate`` extra (the report's plots)."""
+    session.install("-e", ".[simulate]")
+    session.run("scheduler", "simulate", *session.posargs)

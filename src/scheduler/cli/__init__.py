@@ -1,6 +1,7 @@
 """The command line: ``scheduler`` (``python -m scheduler``).
 
-What it holds: the commands (``_app``: ``serve``, ``check-config`` and ``demo``,
+What it holds: the commands (``_app``: ``serve``, ``check-config``, ``demo`` and
+``simulate`` (``_simulate``),
 with typer and rich; the CLI owns the terminal and turns the library's logging on) and the
 demo's scenario (``_demo``).
 

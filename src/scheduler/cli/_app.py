@@ -26,6 +26,7 @@ from rich.text import Text
 import scheduler
 from scheduler._errors import SchedulerError
 from scheduler.cli._demo import Report, Section, demo_steps, run_demo
+from scheduler.cli._simulate import simulate
 from scheduler.config._check import CheckResult, check_config
 from scheduler.config._quantity import format_resources
 from scheduler.daemon._native import Limits
@@ -525,6 +526,9 @@ def _cell(value: Any) -> str:
     if isinstance(value, dict):  # a resource map: the units check-config and the page use
         return format_resources(value, sep="=") or "-"
     return str(value)
+
+
+app.command(short_help="Play a scenario on virtual time and write its report.")(simulate)
 
 
 # ============================================================================ terminal

@@ -12,6 +12,7 @@ __all__ = [
     "Checks",
     "Distribution",
     "GangRecord",
+    "JobRecord",
     "PodRecord",
     "QueueSample",
     "QueueSummary",
@@ -66,6 +67,24 @@ class PodRecord(msgspec.Struct, kw_only=True):
     node: str | None = None
     preempted: bool = False  # released by the core to make room (the pod was resubmitted
     # as a new record, as a ReplicaSet makes a new pod)
+    lost: bool = False  # its node was removed under it (resubmitted as a new record too)
+
+
+class JobRecord(msgspec.Struct, kw_only=True):
+    """One job (one application) from arrival to its end. A job ``finished`` when every
+    one of its pods ran its run time; ``failed`` when the core rejected or failed it (a
+    Hard gang that timed out). A service without a run time is ``long_running``: it runs
+    until the end and is not expected to finish."""
+
+    job: str
+    kind: str
+    workload: str
+    queue: str
+    pods: int  # real pods it needs (a spark job's driver counted)
+    submitted: float
+    finished: float | None = None
+    failed: bool = False
+    long_running: bool = False
 
 
 class GangRecord(msgspec.Struct, kw_only=True):
@@ -103,6 +122,10 @@ class RunResult(msgspec.Struct, kw_only=True):
     pods: list[PodRecord] = msgspec.field(default_factory=list)
     gangs: list[GangRecord] = msgspec.field(default_factory=list)
     events: list[SimEvent] = msgspec.field(default_factory=list)
+    jobs: list[JobRecord] = msgspec.field(default_factory=list)
+    # Over-capacity breaches the simulated RM saw ("node at time: used > capacity"): the
+    # pods it held on a node against that node's capacity, at each placement.
+    breaches: list[str] = msgspec.field(default_factory=list)
 
 
 class Distribution(msgspec.Struct, frozen=True, kw_only=True):
@@ -164,3 +187,5 @@ class Summary(msgspec.Struct, frozen=True, kw_only=True):
     utilization: dict[str, float]  # mean of allocated / capacity over the samples
     queues: list[QueueSummary]
     checks: Checks
+    pods_lost: int = 0  # real pods on nodes removed under them (each resubmitted)
+    jobs_failed: int = 0  # jobs the core rejected or failed (a Hard gang timed out)

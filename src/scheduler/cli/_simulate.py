@@ -1,0 +1,236 @@
+"""``scheduler simulate``: play a scenario file (or the built-in one) and write its report
+folder (``summary.json``), with a progress bar of virtual time on stderr.
+
+``_app`` registers the command; this module imports nothing of ``_app`` (the log sinks
+come through the typer context's object, which the app's callback sets).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+from scheduler.config._duration import parse_duration
+from scheduler.config._quantity import format_resources
+from scheduler.simulate import (
+    RunResult,
+    Sample,
+    Scenario,
+    ScenarioError,
+    Summary,
+    builtin_scenario,
+    load_scenario,
+    run_scenario,
+    summarize,
+    with_overrides,
+    write_summary,
+)
+
+__all__ = ["simulate"]
+
+
+def _duration(value: str | None) -> float | None:
+    if value is None:
+        return None
+    try:
+        seconds = parse_duration(value)
+    except ValueError as exc:
+        raise typer.BadParameter(f"{exc}: write a duration such as 90s, 30m or 2h") from None
+    if seconds <= 0:
+        raise typer.BadParameter("the duration must be above 0")
+    return seconds
+
+
+def simulate(
+    ctx: typer.Context,
+    scenario_file: Annotated[
+        Path | None,
+        typer.Argument(
+            metavar="SCENARIO",
+            help="A scenario file (YAML; docs/simulate.md); none: the built-in scenario.",
+            show_default=False,
+        ),
+    ] = None,
+    out: Annotated[
+        Path,
+        typer.Option("--out", metavar="DIR", help="The report folder (summary.json)."),
+    ] = Path("simulation-report"),
+    seed: Annotated[
+        int | None,
+        typer.Option(
+            min=0, metavar="N", help="Another seed than the scenario's.", show_default=False
+        ),
+    ] = None,
+    duration: Annotated[
+        str | None,
+        typer.Option(
+            metavar="DURATION",
+            help="Another duration than the scenario's (90s, 30m, 2h).",
+            show_default=False,
+        ),
+    ] = None,
+    configuration: Annotated[
+        str | None,
+        typer.Option(
+            metavar="NAME",
+            help="Play only this configuration of the scenario (default: each in turn).",
+            show_default=False,
+        ),
+    ] = None,
+    realtime: Annotated[
+        bool, typer.Option("--realtime", help="Move virtual time with the wall clock.")
+    ] = False,
+    speed: Annotated[
+        float,
+        typer.Option(
+            min=0.001, metavar="X", help="With --realtime or --connect: X times the wall clock."
+        ),
+    ] = 1.0,
+    connect: Annotated[
+        str | None,
+        typer.Option(
+            metavar="URL",
+            help="Drive a running daemon (tcp://host:port, grpc://host:port, ...) instead of "
+            "an in-process core; on the wall clock.",
+            show_default=False,
+        ),
+    ] = None,
+    token: Annotated[
+        str,
+        typer.Option(
+            envvar="SCHEDULER_TOKEN", help="With --connect: the daemon's token.", show_default=False
+        ),
+    ] = "",
+    progress: Annotated[
+        bool | None,
+        typer.Option(
+            "--progress/--no-progress",
+            help="A progress bar on stderr (default: when stderr is a terminal).",
+            show_default=False,
+        ),
+    ] = None,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="Log what the core does to stderr.")
+    ] = False,
+) -> None:
+    """Play a scenario against the core on virtual time and write summary.json.
+
+    Without a SCENARIO it plays the built-in one: a few hundred nodes, three queues with
+    guarantees, Spark-like gangs, batch jobs and a node failure. Exit status: 0 when the
+    run's checks hold, 1 when one does not, 2 for a scenario it cannot play.
+    """
+    sinks = ctx.obj
+    if verbose and hasattr(sinks, "configure"):
+        sinks.configure(True, None)
+    err = Console(stderr=True)
+    try:
+        scenario = load_scenario(scenario_file) if scenario_file else builtin_scenario()
+        scenario = with_overrides(scenario, seed=seed, duration=_duration(duration))
+        names = [configuration] if configuration else [c.name for c in scenario.configurations]
+        for name in names:
+            scenario.configuration(name)
+    except ScenarioError as exc:
+        err.print(str(exc), markup=False, highlight=False, soft_wrap=True)
+        raise typer.Exit(2) from None
+    show = progress if progress is not None else err.is_terminal
+    results: list[RunResult] = []
+    try:
+        for name in names:
+            results.append(_play(scenario, name, err, show, realtime, speed, connect, token))
+    except ScenarioError as exc:
+        err.print(str(exc), markup=False, highlight=False, soft_wrap=True)
+        raise typer.Exit(2) from None
+    except OSError as exc:  # --connect: the daemon cannot be reached
+        err.print(f"scheduler simulate: {exc}", markup=False, highlight=False)
+        raise typer.Exit(2) from None
+    path = write_summary(results, out)
+    summaries = [summarize(r) for r in results]
+    stdout = Console(markup=False, highlight=False, emoji=False)
+    for s in summaries:
+        _headline(stdout, s)
+    stdout.print(f"summary: {path}", soft_wrap=True)
+    if not all(_checks_hold(s) for s in summaries):
+        raise typer.Exit(1)
+
+
+def _play(
+    scenario: Scenario,
+    name: str,
+    err: Console,
+    show: bool,
+    realtime: bool,
+    speed: float,
+    connect: str | None,
+    token: str,
+) -> RunResult:
+    bar = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.fields[clock]}"),
+        TimeElapsedColumn(),
+        console=err,
+        disable=not show,
+        transient=False,
+    )
+    task = bar.add_task(f"{scenario.name} [{name}]", total=scenario.duration, clock="0s")
+
+    def on_sample(sample: Sample) -> None:
+        bar.update(
+            task,
+            completed=sample.time,
+            clock=f"{sample.time:,.0f}s virtual, {sample.running_pods:,} running, "
+            f"{sample.pending_pods:,} pending",
+        )
+
+    options: dict[str, Any] = {"realtime": realtime, "speed": speed, "connect": connect}
+    if connect is not None:
+        options["token"] = token
+    with bar:
+        return asyncio.run(
+            run_scenario(scenario, configuration=name, on_sample=on_sample, **options)
+        )
+
+
+def _checks_hold(s: Summary) -> bool:
+    c = s.checks
+    return not c.over_capacity and not c.partial_gangs
+
+
+def _headline(out: Console, s: Summary) -> None:
+    c = s.checks
+    util = ", ".join(f"{k} {v:.0%}" for k, v in s.utilization.items()) or "-"
+    out.print(
+        f"{s.scenario} [{s.configuration}] seed {s.seed}: {s.duration:,.0f}s virtual in "
+        f"{s.wall_seconds:.1f}s wall ({s.pods_per_wall_second:,.0f} pods/s)",
+        soft_wrap=True,
+    )
+    out.print(
+        f"  jobs {c.jobs_finished:,}/{c.jobs_submitted:,} finished ({s.jobs_failed} failed); "
+        f"pods {s.pods_allocated:,}/{s.pods_submitted:,} placed, {s.preemptions:,} preempted, "
+        f"{s.pods_lost:,} lost; gangs {c.gangs_whole}/{c.gangs} whole",
+        soft_wrap=True,
+    )
+    out.print(
+        f"  pending p50 {s.pending_time.p50:g}s p90 {s.pending_time.p90:g}s "
+        f"p99 {s.pending_time.p99:g}s; utilization {util}",
+        soft_wrap=True,
+    )
+    missed = [q for q, ok in c.guarantees_reached.items() if not ok]
+    out.print(
+        f"  checks: over capacity {len(c.over_capacity)}, partial gangs {len(c.partial_gangs)}, "
+        f"guarantees missed {', '.join(missed) or 'none'}",
+        soft_wrap=True,
+    )
+    for q in s.queues:
+        if q.guaranteed:
+            out.print(
+                f"    {q.queue}: guaranteed {format_resources(q.guaranteed, sep='=')}, "
+                f"peak {format_resources(q.peak, sep='=') or '-'}, "
+                f"starved {q.starved_seconds:,.0f}s",
+                soft_wrap=True,
+            )

@@ -1,0 +1,115 @@
+"""``scheduler simulate`` end to end, the contention suite in scenarios/, and --connect
+against a daemon."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from scheduler.cli._app import app
+from scheduler.simulate import load_scenario, run_scenario, summarize, with_overrides
+from scheduler.testing import DaemonProcess
+
+from .conftest import scenario
+
+ROOT = Path(__file__).resolve().parents[3]
+TINY = """\
+name: tiny
+seed: 5
+duration: 10m
+nodes:
+  - {group: w, count: 2, capacity: {memory: 8Gi, vcore: 4}}
+workloads:
+  - name: jobs
+    namespace: dev
+    arrivals: {fixed: [0s, 1m, 2m]}
+    job: {kind: batch, pods: 2, resource: {memory: 1Gi, vcore: 1}, runtime: 2m}
+"""
+
+
+def test_the_command_writes_summary_json_and_prints_headlines(tmp_path: Path) -> None:
+    path = tmp_path / "tiny.yaml"
+    path.write_text(TINY)
+    out = tmp_path / "report"
+    result = CliRunner().invoke(app, ["simulate", str(path), "--out", str(out), "--no-progress"])
+    assert result.exit_code == 0, result.output
+    runs = json.loads((out / "summary.json").read_text())["runs"]
+    (run,) = runs
+    assert run["scenario"] == "tiny" and run["seed"] == 5 and run["duration"] == 600.0
+    assert run["pods_submitted"] == run["pods_finished"] == 6
+    assert run["checks"]["all_finished"] and run["checks"]["over_capacity"] == []
+    assert "jobs 3/3 finished" in result.output and "summary.json" in result.output
+
+
+def test_the_command_takes_seed_and_duration_overrides(tmp_path: Path) -> None:
+    path = tmp_path / "tiny.yaml"
+    path.write_text(TINY)
+    out = tmp_path / "r"
+    args = ["simulate", str(path), "--out", str(out), "--seed", "9", "--duration", "3m"]
+    result = CliRunner().invoke(app, [*args, "--no-progress"])
+    assert result.exit_code == 0, result.output
+    (run,) = json.loads((out / "summary.json").read_text())["runs"]
+    assert run["seed"] == 9 and run["duration"] == 180.0
+
+
+def test_a_scenario_error_is_printed_with_its_place_and_exits_2(tmp_path: Path) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text(TINY.replace("count: 2,", "count: 2, colour: red,"))
+    result = CliRunner().invoke(app, ["simulate", str(path), "--out", str(tmp_path / "r")])
+    assert result.exit_code == 2
+    assert f"{path}:5:26:" in result.output and "unknown key 'colour'" in result.output
+    assert not (tmp_path / "r").exists()
+
+
+SUITE = {
+    "gangs-one-quota": "30m",
+    "large-gang-small-jobs": "40m",
+    "guarantee-starvation": "30m",
+    "deep-backlog": "30m",
+    "preemption-storm": "20m",
+}
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("name", sorted(SUITE))
+async def test_each_scenario_of_the_suite_holds_its_checks(name: str) -> None:
+    s = load_scenario(ROOT / "scenarios" / f"{name}.yaml")
+    short = with_overrides(s, duration=float(SUITE[name][:-1]) * 60)
+    summary = summarize(await run_scenario(short))
+    c = summary.checks
+    assert c.over_capacity == [] and c.partial_gangs == []
+    assert summary.pods_allocated > 0
+    if name == "gangs-one-quota":
+        assert c.gangs == 3 and c.gangs_whole == 3
+        assert summary.gang_wait.max > 0  # the third gang waited for room, whole
+        (spark,) = [q for q in summary.queues if q.queue == "root.spark"]
+        assert spark.peak["vcore"] <= spark.max["vcore"]
+    if name == "guarantee-starvation":
+        assert summary.preemptions > 0 and c.guarantees_reached["root.interactive"]
+    if name == "large-gang-small-jobs":
+        assert c.gangs_whole == 1
+    if name == "deep-backlog":
+        assert summary.pending_time.p90 > 60  # a backlog: pods wait
+
+
+@pytest.mark.asyncio
+async def test_connect_drives_a_daemon_on_the_wall_clock(tmp_path: Path) -> None:
+    s = scenario(
+        """\
+workloads:
+  - name: jobs
+    queue: root.a
+    arrivals: {fixed: [0s, 2s]}
+    job: {kind: batch, pods: 2, resource: {memory: 1Gi, vcore: 1}, runtime: 3s}
+""",
+        duration="8s",
+    )
+    with DaemonProcess(log=tmp_path / "daemon.log") as daemon:
+        result = await run_scenario(s, connect=daemon.native, speed=2.0)
+    summary = summarize(result)
+    assert summary.pods_finished == 4 and summary.checks.all_finished
+    assert summary.checks.over_capacity == []
+    assert result.wall_seconds >= 3.5  # 8 virtual seconds at twice the wall clock

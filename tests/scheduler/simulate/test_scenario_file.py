@@ -1,0 +1,149 @@
+"""The scenario file: read strictly, every problem placed at its file, line and column."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from scheduler.simulate import ScenarioError, builtin_scenario, load_scenario, parse_scenario
+
+ROOT = Path(__file__).resolve().parents[3]
+
+GOOD = """\
+name: small
+seed: 3
+duration: 1h30m
+sample_every: 1m
+nodes:
+  - group: w
+    count: 2
+    capacity: {memory: 8Gi, vcore: 2}
+    attributes: {zone: a}
+workloads:
+  - name: jobs
+    namespace: dev
+    arrivals:
+      fixed: [0s, 90]
+      poisson: {rate: 6/h, until: 1h}
+      burst: [{at: 10m, count: 3}]
+    job: {kind: batch, pods: 2, resource: {memory: 1Gi, vcore: 500m}, runtime: {uniform: [1m, 2m]}}
+  - name: spark
+    namespace: dev
+    arrivals: {fixed: [5m]}
+    job:
+      kind: spark
+      pods: 3
+      resource: {memory: 1Gi, vcore: 1}
+      runtime: {lognormal: {median: 5m, sigma: 0.3}}
+      gang: {style: Hard, timeout: 2m}
+events:
+  - {at: 20m, nodes_drained: {group: w, count: 1}}
+  - {at: 10m, rm_restart: {}}
+"""
+
+
+def problem(text: str) -> ScenarioError:
+    with pytest.raises(ScenarioError) as caught:
+        parse_scenario(text, source="s.yaml")
+    return caught.value
+
+
+def test_a_good_file_reads_into_values() -> None:
+    s = parse_scenario(GOOD, source="s.yaml")
+    assert (s.name, s.seed, s.duration, s.sample_every) == ("small", 3, 5400.0, 60.0)
+    assert s.nodes[0].capacity == {"memory": 8 << 30, "vcore": 2000}
+    assert s.nodes[0].attributes == {"zone": "a"}
+    jobs, spark = s.workloads
+    assert jobs.arrivals.fixed == (0.0, 90.0)
+    assert jobs.arrivals.poisson[0].rate == pytest.approx(6 / 3600)
+    assert jobs.arrivals.bursts[0].at == 600.0 and jobs.arrivals.bursts[0].count == 3
+    assert jobs.job.resource == {"memory": 1 << 30, "vcore": 500}
+    assert spark.job.gang.style == "Hard" and spark.job.gang.timeout == 120.0
+    assert spark.job.runtime is not None and spark.job.runtime.kind == "lognormal"
+    assert [e.kind for e in s.events] == ["rm_restart", "nodes_drained"]  # in time order
+    assert s.configurations[0].queues == ""  # the core's built-in configuration
+
+
+def test_an_unknown_key_is_placed_at_its_line_and_column() -> None:
+    e = problem(GOOD.replace("    count: 2\n", "    count: 2\n    cont: 3\n"))
+    assert (e.line, e.column) == (8, 5)
+    assert "unknown key 'cont'" in e.message and "nodes[0].cont" in e.message
+    assert str(e).startswith("s.yaml:8:5: ")
+
+
+def test_a_wrong_type_names_what_it_expected() -> None:
+    e = problem(GOOD.replace("count: 2\n", "count: two\n"))
+    assert e.line == 7 and "expected a non-negative integer" in e.message
+
+
+def test_a_bad_duration_and_a_bad_rate_say_how_to_write_them() -> None:
+    e = problem(GOOD.replace("duration: 1h30m", "duration: 90 minutes"))
+    assert e.line == 3 and "such as 90s" in e.message
+    e = problem(GOOD.replace("rate: 6/h", "rate: often"))
+    assert e.line == 15 and "2/min" in e.message
+
+
+def test_an_unknown_job_kind_lists_the_kinds() -> None:
+    e = problem(GOOD.replace("kind: batch", "kind: cron"))
+    assert e.line == 17 and "batch, spark, permit, service" in e.message
+
+
+def test_a_yaml_syntax_error_has_its_place() -> None:
+    e = problem(GOOD.replace("seed: 3", "seed: [3"))
+    assert e.line > 0 and e.message.startswith("invalid YAML")
+
+
+def test_an_event_on_an_unknown_group_is_an_error() -> None:
+    e = problem(GOOD.replace("nodes_drained: {group: w", "nodes_drained: {group: x"))
+    assert e.line == 28 and "no node group 'x'" in e.message
+
+
+def test_inline_queues_are_checked_by_the_core_and_placed_in_the_scenario() -> None:
+    queues = (
+        "queues:\n  partitions:\n    - name: default\n      queues:\n"
+        "        - name: root\n          queues:\n            - name: a\n"
+        "              resources: {guaranteed: {memory: lots}}\n"
+    )
+    text = GOOD + queues
+    e = problem(text)
+    lines = text.splitlines()
+    assert lines[e.line - 1].strip().startswith("resources:") and "lots" in e.message
+    assert lines[e.line - 1][e.column - 1 :].startswith("lots")
+
+
+def test_a_queues_file_is_read_beside_the_scenario(tmp_path: Path) -> None:
+    (tmp_path / "q.yaml").write_text(
+        "partitions:\n  - name: default\n    queues:\n      - name: root\n"
+        "        queues:\n          - name: a\n"
+    )
+    path = tmp_path / "s.yaml"
+    path.write_text(GOOD + "queues_file: q.yaml\n")
+    assert "name: a" in load_scenario(path).configurations[0].queues
+    (tmp_path / "q.yaml").write_text("partitions:\n  - name: default\n    queus: []\n")
+    with pytest.raises(ScenarioError) as caught:
+        load_scenario(path)
+    assert caught.value.source.endswith("q.yaml") and caught.value.line == 3
+
+
+def test_configurations_vary_sorting_and_gang_style() -> None:
+    s = parse_scenario(
+        GOOD + "configurations:\n  - {name: fair}\n  - {name: packed, node_sorting: binpacking,"
+        " gang_style: Soft}\n",
+        source="s.yaml",
+    )
+    fair, packed = s.configurations
+    assert fair.queues == "" and "binpacking" in packed.queues and packed.gang_style == "Soft"
+
+
+def test_a_missing_file_is_a_scenario_error(tmp_path: Path) -> None:
+    with pytest.raises(ScenarioError, match="cannot read the scenario"):
+        load_scenario(tmp_path / "nope.yaml")
+
+
+def test_the_built_in_scenario_and_the_suite_read() -> None:
+    assert len(builtin_scenario().nodes) == 2
+    files = sorted((ROOT / "scenarios").glob("*.yaml"))
+    assert len(files) == 5
+    for f in files:
+        assert load_scenario(f).workloads
