@@ -385,6 +385,7 @@ def _distribution(
     name: str,
     title: str,
     what: str,
+    empty: str,
     values: Callable[[RunResult], list[float]],
     stats: Callable[[Summary], Distribution],
 ) -> Path:
@@ -394,12 +395,11 @@ def _distribution(
     longest = max((v[-1] for v in per_run if v), default=0.0)
     unit = time_unit(longest)
     fig = Figure(figsize=(12, 4.6), layout="constrained")
-    hist, cdf = fig.subplots(1, 2)
     fig.suptitle(title)
     if not any(per_run):
-        _no_data(hist, f"no {what} in {'these runs' if len(results) > 1 else 'this run'}")
-        cdf.set_visible(False)
+        _no_data(fig.subplots(), empty + (" in these runs" if len(results) > 1 else " in this run"))
         return _save(fig, folder, name)
+    hist, cdf = fig.subplots(1, 2)
     bins = [longest / unit.seconds * i / 30 for i in range(31)] if longest > 0 else 30
     for index, (result, summary, data) in enumerate(zip(results, summaries, per_run, strict=True)):
         if not data:
@@ -472,6 +472,7 @@ def plot_pending_time(
         name="pending-time.png",
         title="Pending time: from a pod's submission to its allocation (placeholders left out)",
         what="pods",
+        empty="no pod was allocated",
         values=_pending_times,
         stats=lambda s: s.pending_time,
     )
@@ -493,6 +494,7 @@ def plot_gang_wait(
         name="gang-wait.png",
         title="Gang wait: from a gang's submission until every member is placed",
         what="gangs",
+        empty="no gang became whole",
         values=_gang_waits,
         stats=lambda s: s.gang_wait,
     )

@@ -89,8 +89,11 @@ def test_the_allocation_rate_is_per_virtual_minute_over_the_last_samples() -> No
     view.update(sample(120.0, allocations=150), configuration="fair", duration=3600.0)
     assert "75.0 per virtual minute" in shown(view)  # 150 in two minutes
     for minute in range(3, 3 + RATE_WINDOW):  # only the last samples count
-        view.update(sample(60.0 * minute, allocations=150 + 10 * (minute - 2)),
-                    configuration="fair", duration=3600.0)  # fmt: skip
+        view.update(
+            sample(60.0 * minute, allocations=150 + 10 * (minute - 2)),
+            configuration="fair",
+            duration=3600.0,
+        )
     assert "10.0 per virtual minute" in shown(view)
     # A new configuration starts again from its own first sample.
     view.update(sample(0.0, allocations=0), configuration="fifo", duration=3600.0)

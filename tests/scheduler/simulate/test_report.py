@@ -15,7 +15,7 @@ import msgspec
 import pytest
 
 from scheduler._errors import SchedulerError
-from scheduler.simulate import Distribution, RunResult, Summary
+from scheduler.simulate import Distribution, QueueSample, RunResult, Summary
 from scheduler.simulate._report import INSTALL_HINT, REPORT_FILES, PlotsUnavailable, write_report
 from tests.scheduler.simulate.runs import make_run, summarize
 
@@ -188,3 +188,48 @@ def test_runs_and_summaries_must_pair_up(tmp_path: Path) -> None:
     with pytest.raises(SchedulerError, match="run 'fair' is paired with the summary of 'fifo'"):
         write_report([fair, fifo], [summarize(fifo), summarize(fair)], tmp_path)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_an_empty_run_still_gives_the_whole_report(tmp_path: Path) -> None:
+    """A run stopped before its first sample (no nodes, no pods) is reported, not a crash."""
+    run = RunResult(
+        scenario="empty", configuration="default", seed=1, duration=0.0, wall_seconds=0.0
+    )
+    summary = msgspec.structs.replace(
+        summarize(make_run("default")),
+        scenario="empty",
+        pods_submitted=0,
+        pending_time=Distribution(count=0, mean=0, p50=0, p90=0, p99=0, max=0),
+        queues=[],
+    )
+    written = write_report([run], [summary], tmp_path)
+    assert sorted(p.name for p in written) == sorted(REPORT_FILES)
+    text = (tmp_path / "report.md").read_text()
+    assert "# Simulation: empty" in text and "- **pending time**: no pods" in text
+
+
+def test_queues_png_shows_the_bounded_and_busiest_queues_first() -> None:
+    from scheduler.simulate._plots import MAX_QUEUE_PANELS, _busiest
+
+    run = make_run("many")
+    extra = [f"root.tenants.t{i:02d}" for i in range(15)]
+    run.samples = [
+        msgspec.structs.replace(
+            s,
+            queues=[
+                *s.queues,
+                *(
+                    QueueSample(
+                        queue=q, allocated={"memory": i << 30}, guaranteed={}, max={}, pending={}
+                    )
+                    for i, q in enumerate(extra)
+                ),
+            ],
+        )
+        for s in run.samples
+    ]
+    every = sorted(["root.adhoc", "root.batch", "root.service", *extra])
+    shown = _busiest(every, [run])
+    assert len(shown) == MAX_QUEUE_PANELS == 12
+    # The three queues with bounds, then the nine that used the most memory.
+    assert shown == sorted(["root.adhoc", "root.batch", "root.service", *extra[-9:]])
