@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Literal
 
+from matplotlib import rc_context
 from matplotlib.artist import Artist
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
@@ -41,6 +43,7 @@ __all__ = [
     "plot_preemptions",
     "plot_queues",
     "plot_utilization",
+    "style",
 ]
 
 MAX_QUEUE_PANELS: Final = 12  # queues.png shows at most this many queues (the busiest)
@@ -68,6 +71,12 @@ class Plot:
 
     name: str
     caption: str
+
+
+def style() -> AbstractContextManager[None]:
+    """The report's look, for the plots drawn inside it (the defaults stay as they were for
+    the rest of the program): text a size larger, read on a page scaled to its width."""
+    return rc_context({"font.size": 11, "axes.titlesize": 11, "legend.fontsize": 9})
 
 
 # -- units ----------------------------------------------------------------------------------
@@ -215,7 +224,7 @@ def plot_utilization(results: Sequence[RunResult], folder: Path) -> Plot:
         ax.set_ylim(0, _percent_top([result]))
         ax.yaxis.set_major_formatter(PercentFormatter())
         ax.set_ylabel("allocated (% of capacity)")
-        ax.set_title(f"configuration: {result.configuration}", fontsize=10, loc="left")
+        ax.set_title(f"configuration: {result.configuration}", loc="left")
         ax.grid(True, alpha=0.3)
         ax.legend(loc="lower right")
     axes[-1].set_xlabel(f"virtual time ({unit.label})")
@@ -338,7 +347,7 @@ def plot_queues(results: Sequence[RunResult], folder: Path) -> Plot:
         _resource_axis(ax, name, scale)
         ax.set_ylim(0, max(top / scale * 1.1, 1.0))
         ax.set_xlim(left=0)
-        ax.set_title(path, fontsize=10)
+        ax.set_title(path)
         ax.set_ylabel(f"{name} ({_unit_word(name, scale)})")
         ax.set_xlabel(f"virtual time ({unit.label})")
         ax.grid(True, alpha=0.3)
@@ -354,7 +363,7 @@ def plot_queues(results: Sequence[RunResult], folder: Path) -> Plot:
             Patch(color=_colour(i), label=f"configuration {r.configuration}")
             for i, r in enumerate(results)
         ]
-    fig.legend(handles=handles, loc="outside lower center", ncols=len(handles), fontsize=9)
+    fig.legend(handles=handles, loc="outside lower center", ncols=len(handles))
     for ax in axes[len(shown) :]:
         ax.set_visible(False)
     caption = (
@@ -443,18 +452,18 @@ def _distribution(
         )
         for mark, (_, marker) in _PERCENTILES.items()
     ]
-    hist.set_title(f"how many {what} waited how long", fontsize=10)
+    hist.set_title(f"how many {what} waited how long")
     hist.set_xlabel(f"wait ({unit.label})")
     hist.set_ylabel(f"{what} (count)")
-    cdf.set_title("cumulative: share waiting at most x", fontsize=10)
+    cdf.set_title("cumulative: share waiting at most x")
     cdf.set_xlabel(f"wait ({unit.label})")
     cdf.set_ylabel(f"{what} (% of those placed)")
     cdf.yaxis.set_major_formatter(PercentFormatter())
     cdf.set_ylim(0, 102)
     hist.yaxis.set_major_locator(MaxNLocator(integer=True))
     hist.set_ylim(0, hist.get_ylim()[1] * 1.1)  # the tallest bar below the legend
-    hist.legend(fontsize=8, loc="upper right")
-    cdf.legend(handles=handles, fontsize=8, loc="lower right")
+    hist.legend(loc="upper right")
+    cdf.legend(handles=handles, loc="lower right")
     for ax in (hist, cdf):
         ax.set_xlim(left=0)
         ax.grid(True, alpha=0.3)
@@ -577,12 +586,12 @@ def plot_comparison(
                 color=colour,
                 label=f"{result.configuration}: p90 {p90}",
             )
-    util.set_title("memory utilization", fontsize=10)
+    util.set_title("memory utilization")
     util.set_xlabel(f"virtual time ({unit.label})")
     util.set_ylabel("memory allocated (% of capacity)")
     util.set_ylim(0, _percent_top(results))
     util.yaxis.set_major_formatter(PercentFormatter())
-    cdf.set_title("pending time, cumulative", fontsize=10)
+    cdf.set_title("pending time, cumulative")
     cdf.set_xlabel(f"pending time ({wait_unit.label})")
     cdf.set_ylabel("pods placed (%)")
     cdf.set_ylim(0, 102)
@@ -599,13 +608,13 @@ def plot_comparison(
         )
     share.set_xticks(range(len(leaves)), [p.removeprefix("root.") for p in leaves])
     share.tick_params(axis="x", labelrotation=30 if len(leaves) > 4 else 0)
-    share.set_title("each leaf queue's mean share of the cluster", fontsize=10)
+    share.set_title("each leaf queue's mean share of the cluster")
     share.set_xlabel("queue")
     share.set_ylabel("memory allocated (% of capacity, mean)")
-    share.yaxis.set_major_formatter(PercentFormatter())
+    share.yaxis.set_major_formatter(PercentFormatter(decimals=0))
     for ax in (util, cdf, share):
         ax.grid(True, alpha=0.3, axis="y" if ax is share else "both")
-        ax.legend(fontsize=8, title="configuration", title_fontsize=8)
+        ax.legend(title="configuration")
     util.set_xlim(left=0)
     cdf.set_xlim(left=0)
     return Plot(

@@ -121,7 +121,7 @@ p { margin: 0.4rem 0 0.8rem; max-width: 70rem; }
 .scroll { overflow-x: auto; margin: 0.4rem 0 1rem; }
 table { border-collapse: collapse; background: #fff; font-size: 0.92rem;
   font-variant-numeric: tabular-nums; }
-th, td { padding: 0.3rem 0.75rem; border: 1px solid #d5dae1; text-align: left;
+th, td { padding: 0.3rem 0.6rem; border: 1px solid #d5dae1; text-align: left;
   white-space: nowrap; }
 th { background: #eef1f5; white-space: normal; vertical-align: bottom; }
 tr:nth-child(even) td { background: #fafbfc; }
@@ -432,15 +432,16 @@ def write_report(results: list[RunResult], summaries: list[Summary], folder: Pat
     from scheduler.simulate import _plots
 
     folder.mkdir(parents=True, exist_ok=True)
-    plots = [
-        _plots.plot_utilization(results, folder),
-        _plots.plot_queues(results, folder),
-        _plots.plot_pending_time(results, summaries, folder),
-        _plots.plot_gang_wait(results, summaries, folder),
-        _plots.plot_preemptions(results, folder),
-    ]
-    if len(results) > 1:
-        plots.append(_plots.plot_comparison(results, summaries, folder))
+    with _plots.style():
+        plots = [
+            _plots.plot_utilization(results, folder),
+            _plots.plot_queues(results, folder),
+            _plots.plot_pending_time(results, summaries, folder),
+            _plots.plot_gang_wait(results, summaries, folder),
+            _plots.plot_preemptions(results, folder),
+        ]
+        if len(results) > 1:
+            plots.append(_plots.plot_comparison(results, summaries, folder))
     blocks = _document(results, summaries, [_Figure(p.name, p.caption) for p in plots])
     markdown = folder / "report.md"
     markdown.write_text(_markdown(blocks), encoding="utf-8")
