@@ -307,7 +307,8 @@ def _queue_series(result: RunResult, path: str, name: str, unit: TimeUnit) -> _S
 
 def plot_queues(results: Sequence[RunResult], folder: Path) -> Plot:
     """queues.png: one panel per queue, its allocation against its guaranteed and max over
-    time, in memory or the resource it used most of; one colour per run."""
+    time, in the resource whose peak came nearest its bound (memory on a tie); one colour per
+    run."""
     every = _queue_paths(results)
     shown = _busiest(every, results)
     unit = time_unit(max(r.duration for r in results))
@@ -327,7 +328,7 @@ def plot_queues(results: Sequence[RunResult], folder: Path) -> Plot:
         )
         scale = _scale(name, top)
         for index, s in enumerate(series):
-            for (what, line), style in zip(s.lines().items(), _STYLES.values(), strict=True):
+            for (what, line), dash in zip(s.lines().items(), _STYLES.values(), strict=True):
                 colour = _colour(index)
                 if what != "allocated":
                     if all(math.isnan(v) for v in line):
@@ -340,7 +341,7 @@ def plot_queues(results: Sequence[RunResult], folder: Path) -> Plot:
                     s.times,
                     [v / scale for v in line],
                     color=colour,
-                    linestyle=style,
+                    linestyle=dash,
                     drawstyle="steps-post",
                     linewidth=2 if what == "max" else 1.5,
                 )
@@ -368,7 +369,7 @@ def plot_queues(results: Sequence[RunResult], folder: Path) -> Plot:
         ax.set_visible(False)
     caption = (
         "Each queue's allocation (solid) against its guaranteed (dashed) and max (dotted), "
-        "in memory or the resource it used most of"
+        "in the resource that came nearest its bound (memory on a tie)"
         + (
             "; one colour per configuration, bounds in grey when every run has the same."
             if len(results) > 1
