@@ -1,5 +1,6 @@
 """``scheduler simulate``: play a scenario file (or the built-in one) and write its report
-folder (``summary.json``), with a progress bar of virtual time on stderr.
+folder (``summary.json``, ``report.md``, ``index.html`` and the plots), with the live view
+of the run under way on stderr (``_live``).
 
 ``_app`` registers the command; this module imports nothing of ``_app`` (the log sinks
 come through the typer context's object, which the app's callback sets).
@@ -13,8 +14,8 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
+from scheduler.cli._live import LiveView
 from scheduler.config._duration import parse_duration
 from scheduler.config._quantity import format_resources
 from scheduler.simulate import (
@@ -30,6 +31,7 @@ from scheduler.simulate import (
     with_overrides,
     write_summary,
 )
+from scheduler.simulate._report import PlotsUnavailable, write_report
 
 __all__ = ["simulate"]
 
@@ -58,7 +60,11 @@ def simulate(
     ] = None,
     out: Annotated[
         Path,
-        typer.Option("--out", metavar="DIR", help="The report folder (summary.json)."),
+        typer.Option(
+            "--out",
+            metavar="DIR",
+            help="The report folder: summary.json, report.md, index.html and the plots.",
+        ),
     ] = Path("simulation-report"),
     seed: Annotated[
         int | None,
@@ -110,7 +116,7 @@ def simulate(
         bool | None,
         typer.Option(
             "--progress/--no-progress",
-            help="A progress bar on stderr (default: when stderr is a terminal).",
+            help="The live view of the run on stderr (default: when stderr is a terminal).",
             show_default=False,
         ),
     ] = None,
@@ -118,7 +124,7 @@ def simulate(
         bool, typer.Option("--verbose", "-v", help="Log what the core does to stderr.")
     ] = False,
 ) -> None:
-    """Play a scenario against the core on virtual time and write summary.json.
+    """Play a scenario against the core on virtual time and write its report folder.
 
     Without a SCENARIO it plays the built-in one: a few hundred nodes, three queues with
     guarantees, Spark-like gangs, batch jobs and a node failure. Exit status: 0 when the
@@ -153,7 +159,13 @@ def simulate(
     stdout = Console(markup=False, highlight=False, emoji=False)
     for s in summaries:
         _headline(stdout, s)
-    stdout.print(f"summary: {path}", soft_wrap=True)
+    try:
+        write_report(results, summaries, out)
+    except PlotsUnavailable as exc:  # summary.json is written: say what the rest needs
+        err.print(f"scheduler simulate: no report.md or plots: {exc}", markup=False)
+        stdout.print(f"summary: {path}", soft_wrap=True)
+    else:
+        stdout.print(f"report: {out / 'index.html'} (and report.md, summary.json)", soft_wrap=True)
     if not all(_checks_hold(s) for s in summaries):
         raise typer.Exit(1)
 
@@ -168,29 +180,14 @@ def _play(
     connect: str | None,
     token: str,
 ) -> RunResult:
-    bar = Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        TextColumn("{task.fields[clock]}"),
-        TimeElapsedColumn(),
-        console=err,
-        disable=not show,
-        transient=False,
-    )
-    task = bar.add_task(f"{scenario.name} [{name}]", total=scenario.duration, clock="0s")
-
-    def on_sample(sample: Sample) -> None:
-        bar.update(
-            task,
-            completed=sample.time,
-            clock=f"{sample.time:,.0f}s virtual, {sample.running_pods:,} running, "
-            f"{sample.pending_pods:,} pending",
-        )
-
     options: dict[str, Any] = {"realtime": realtime, "speed": speed, "connect": connect}
     if connect is not None:
         options["token"] = token
-    with bar:
+    with LiveView(console=err, enabled=show) as view:
+
+        def on_sample(sample: Sample) -> None:
+            view.update(sample, configuration=name, duration=scenario.duration)
+
         return asyncio.run(
             run_scenario(scenario, configuration=name, on_sample=on_sample, **options)
         )

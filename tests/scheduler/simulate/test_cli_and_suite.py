@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 
 from scheduler.cli._app import app
 from scheduler.simulate import load_scenario, run_scenario, summarize, with_overrides
+from scheduler.simulate._report import REPORT_FILES
 from scheduler.testing import DaemonProcess
 
 from .conftest import scenario
@@ -30,7 +31,7 @@ workloads:
 """
 
 
-def test_the_command_writes_summary_json_and_prints_headlines(tmp_path: Path) -> None:
+def test_the_command_writes_the_report_folder_and_prints_headlines(tmp_path: Path) -> None:
     path = tmp_path / "tiny.yaml"
     path.write_text(TINY)
     out = tmp_path / "report"
@@ -41,7 +42,10 @@ def test_the_command_writes_summary_json_and_prints_headlines(tmp_path: Path) ->
     assert run["scenario"] == "tiny" and run["seed"] == 5 and run["duration"] == 600.0
     assert run["pods_submitted"] == run["pods_finished"] == 6
     assert run["checks"]["all_finished"] and run["checks"]["over_capacity"] == []
-    assert "jobs 3/3 finished" in result.output and "summary.json" in result.output
+    assert "jobs 3/3 finished" in result.output and "index.html" in result.output
+    written = sorted(p.name for p in out.iterdir())
+    assert written == sorted(["summary.json", *REPORT_FILES]), written  # one run: no comparison
+    assert "6 submitted, 6 allocated, 6 finished" in (out / "report.md").read_text()
 
 
 def test_the_command_takes_seed_and_duration_overrides(tmp_path: Path) -> None:
