@@ -240,8 +240,8 @@ def _compare(recorded: _Decisions, replayed: _Decisions, report: ReplayReport) -
                 time=round(at, 6),
                 kind=kind,
                 key=key,
-                recorded=joiner.join(mine),
-                replayed=joiner.join(theirs),
+                recorded=joiner.join(mine if ordered else sorted(mine)),
+                replayed=joiner.join(theirs if ordered else sorted(theirs)),
             )
         )
     report.matched = dict(sorted(matched.items()))
