@@ -322,6 +322,7 @@ class Recorder:
         self._file: Any = None
         self._wake = anyio.Event()
         self._closed = False
+        self._writing = anyio.Lock()  # one batch at a time, and the close after the last
 
     def __repr__(self) -> str:
         return (
@@ -381,7 +382,11 @@ class Recorder:
 
     async def flush(self) -> None:
         """Write everything buffered so far (in a worker thread)."""
-        if not self._pending and not self.lost:
+        async with self._writing:
+            await self._flush()
+
+    async def _flush(self) -> None:
+        if self._file is None or (not self._pending and not self.lost):
             return
         pending, self._pending, self._pending_bytes = self._pending, [], 0
         if self.lost:  # the buffer has room again: say how many records it had not
@@ -398,12 +403,13 @@ class Recorder:
 
     async def aclose(self) -> None:
         """Write what is buffered and close the file; later records are not kept."""
-        if self._file is None:
-            return
-        await self.flush()
-        self._closed = True
-        file, self._file = self._file, None
-        await anyio.to_thread.run_sync(file.close)
+        async with self._writing:
+            if self._file is None:
+                return
+            await self._flush()
+            self._closed = True
+            file, self._file = self._file, None
+            await anyio.to_thread.run_sync(file.close)
         _log.info("recording {} closed: {} records", self.path, self.written)
 
     def _segments(self, pending: list[bytes | _Effect]) -> list[tuple[bool, list[bytes]]]:

@@ -13,6 +13,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -270,6 +271,38 @@ async def test_the_recorder_flushes_in_batches_and_everything_at_close(tmp_path:
     assert [r.at for r in records[1:]] == list(range(1_001, 1_101))
     recorder.add("event", "rm", "Event", Event(what="stopped"))  # after close: not kept
     assert len(list(read_records(path))) == 101
+
+
+async def test_closing_while_the_task_writes_loses_nothing_and_fails_nothing(
+    tmp_path: Path,
+) -> None:
+    """The daemon closes the recording while the recorder's task is writing a batch in
+    its thread: the close waits for that write (it does not close the file under it);
+    the task ends cleanly."""
+    path = tmp_path / "si.rec"
+    recorder = Recorder(path, wall=lambda: 0, flush_bytes=64, interval=3600)
+    recorder.open()
+    writing, go = threading.Event(), threading.Event()
+    write = recorder._write_segments
+
+    def slow_write(segments: Any) -> None:
+        writing.set()
+        go.wait(10)  # held until the close has begun
+        write(segments)
+
+    recorder._write_segments = slow_write  # type: ignore[method-assign]
+    async with asyncio.timeout(30), asyncio.TaskGroup() as tg:
+        task = tg.create_task(recorder.run())
+        for i in range(10):
+            recorder.add("event", "rm", "Event", Event(what="stopped", detail=str(i)))
+        await asyncio.to_thread(writing.wait, 10)  # the task's batch is in the thread
+        closing = tg.create_task(recorder.aclose())
+        for _ in range(10):
+            await asyncio.sleep(0)  # the close has begun and waits
+        go.set()
+        await closing
+        task.cancel()
+    assert [r.seq for r in read_records(path)][1:] == list(range(1, 11))
 
 
 async def test_a_full_buffer_drops_records_and_says_how_many(tmp_path: Path) -> None:

@@ -12,10 +12,12 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from scheduler import SchedulerError
+from scheduler import SchedulerError, si
+from scheduler.client import connect
 from scheduler.daemon._record import read_records
 from scheduler.si._wire import AllocationPush
 from scheduler.simulate._replay import Difference, replay
+from scheduler.testing import ManualClock, Scenario
 
 from ..daemon.test_record import QUEUES, serving, session
 
@@ -38,6 +40,7 @@ def recordings(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         "grpc": tmp / "grpc.rec",
         "plain": tmp / "plain.rec",
         "rotated": tmp / "rotated.rec",
+        "refused": tmp / "refused.rec",
     }
 
     async def record() -> None:
@@ -49,6 +52,13 @@ def recordings(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
             await session(addresses["native"], gang=False)
         async with serving(paths["rotated"], record_max_bytes=1024, record_keep=50) as addresses:
             await session(addresses["native"])
+        async with serving(paths["refused"]) as addresses, connect(addresses["native"]) as core:
+            s = Scenario(core, ManualClock())
+            await s.register(QUEUES)
+            bad = si.UpdateConfigurationRequest(rm_id="rm-1", config="partitions: [")
+            with pytest.raises(SchedulerError):
+                await core.update_configuration(bad)
+            await s.add_nodes("n1")
 
     asyncio.run(record())
     return paths
@@ -151,6 +161,18 @@ async def test_rotated_files_replay_in_order(recordings: dict[str, Path]) -> Non
     assert whole.matched["allocation"] == 7
     part = await replay(path)  # the last file alone: it starts mid-session
     assert part.notes and "mid-session" in part.notes[0]
+
+
+async def test_a_refused_request_is_refused_again(recordings: dict[str, Path]) -> None:
+    progress: list[tuple[int, int]] = []
+    report = await replay(recordings["refused"], on_progress=lambda *p: progress.append(p))
+    assert report.same, report.differences
+    assert report.matched["refused"] == 1 and report.matched["node"] == 1
+    assert progress[-1] == (report.records, report.records)
+    # With a configuration of its own the replay skips the recorded update: not refused.
+    doctored = await replay(recordings["refused"], config=QUEUES)
+    [diff] = doctored.differences
+    assert (diff.kind, diff.recorded, diff.replayed) == ("refused", "ConfigError", "")
 
 
 async def test_not_a_recording_is_a_clear_error(tmp_path: Path) -> None:
