@@ -57,9 +57,11 @@ Targets: native-batched (tcp) >= 150,000 asks/s; grpc-batched >= 50,000 asks/s.
         [--quick] [--check] [--out FILE]
 
 ``--quick`` is 2,000 asks in batches of 500, 200 single asks, 200 allocated asks on 4
-nodes, once. ``BENCH_TRANSPORT_PROFILE=DIR`` profiles the native-batched runs with cProfile
-on both sides: the daemon runs under ``python -m cProfile`` (``DIR/daemon.prof``, written
-when it stops) and this process profiles its native-batched runs (``DIR/client.prof``).
+nodes, once. ``BENCH_TRANSPORT_RECORD=1`` makes the daemons record the SI traffic
+(``scheduler serve --record``, beside their logs). ``BENCH_TRANSPORT_PROFILE=DIR``
+profiles the native-batched runs with cProfile on both sides: the daemon runs under
+``python -m cProfile`` (``DIR/daemon.prof``, written when it stops) and this process
+profiles its native-batched runs (``DIR/client.prof``).
 """
 
 from __future__ import annotations
@@ -94,6 +96,7 @@ APPS = 10  # asks go to the applications in turn
 ASK_MEMORY, ASK_VCORE = 10, 1
 STEP_TIMEOUT = 600.0  # seconds for any one settle(); a stuck core fails the run instead
 PROFILE_ENV = "BENCH_TRANSPORT_PROFILE"
+RECORD_ENV = "BENCH_TRANSPORT_RECORD"
 
 QUEUES = """
 partitions:
@@ -179,10 +182,15 @@ class Daemon(DaemonProcess):
 
     def __init__(self, native: str, log: Path, profile: Path | None) -> None:
         prefix = ["-m", "cProfile", "-o", str(profile)] if profile is not None else []
+        # BENCH_TRANSPORT_RECORD=1: the daemon records the SI traffic (serve --record),
+        # beside its log; an environment variable, so an A/B against a base without
+        # --record runs the base as it is.
+        record = ["--record", str(log.with_suffix(".rec"))] if os.environ.get(RECORD_ENV) else []
         try:
             super().__init__(
                 "--native",
                 native,
+                *record,
                 "--log-level",
                 "WARNING",
                 log=log,

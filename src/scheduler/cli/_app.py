@@ -300,6 +300,21 @@ def serve(
             "(for the REST API) before the oldest expires early.",
         ),
     ] = scheduler.Timeouts.terminated_kept,
+    record: Annotated[
+        Path | None,
+        typer.Option(
+            metavar="FILE",
+            help="Record every SI request and response with its time, for scheduler "
+            "simulate --replay (docs/record-replay.md).",
+            show_default=False,
+        ),
+    ] = None,
+    record_max_bytes: Annotated[
+        int, typer.Option(min=1, metavar="BYTES", help="Rotate the recording past this size.")
+    ] = DaemonOptions.record_max_bytes,
+    record_keep: Annotated[
+        int, typer.Option(min=1, metavar="N", help="Recording files kept (FILE, FILE.1, ...).")
+    ] = DaemonOptions.record_keep,
     log_json: Annotated[
         bool, typer.Option("--log-json", help="Log one JSON object a line.")
     ] = False,
@@ -324,6 +339,9 @@ def serve(
         grace=grace,
         rm_timeout=rm_timeout,
         keep_terminated=keep_terminated,
+        record=record,
+        record_max_bytes=record_max_bytes,
+        record_keep=record_keep,
         limits=Limits(
             max_frame=max_frame,
             max_asks=max_asks,

@@ -74,6 +74,7 @@ class GrpcServer:
     def __init__(self, native: NativeServer) -> None:
         self.native = native
         self.core: Core = native.core
+        self.edge = native.edge  # the SI calls: the core, or a RecordingCore in front of it
         self.token = native.token
         self.limits: Limits = native.limits
         self.sessions: dict[str, GrpcSession] = {}
@@ -238,7 +239,7 @@ class GrpcServer:
         self, request: pb.UpdateConfigurationRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> pb.Empty:
         async def run(session: GrpcSession) -> pb.Empty:
-            await self.core.update_configuration(_from_configuration(request))
+            await self.edge.update_configuration(_from_configuration(request))
             return pb.Empty()
 
         result: pb.Empty = await self._unary(context, request.rm_id, run)

@@ -294,7 +294,7 @@ class GrpcSession:
         self._put_calls(taken)
 
     def _put_calls(self, taken: list[tuple[int, int, Any]]) -> None:
-        core = self.server.core
+        core = self.server.edge
         requests = [request for _, _, request in taken]
         for run_of in join_requests(requests, self.limits.max_asks):
             request = joined([requests[i] for i in run_of])
@@ -315,7 +315,7 @@ class GrpcSession:
                 if self.rm_id and self.closing and not self.draining and owned:
                     # the calls taken have run; no goodbye of a daemon that stops: the RM
                     # is Paused (Core.rm_disconnected), its outbox keeps what it is told
-                    self.server.core.rm_disconnected(self.rm_id, self._callback)
+                    self.server.edge.rm_disconnected(self.rm_id, self._callback)
                 return
             run, reply = item
             try:
@@ -336,7 +336,7 @@ class GrpcSession:
 
     async def stop(self, rm_id: str) -> None:
         """The RM of this session shuts down of its own accord (``stop_own_rm``)."""
-        await stop_own_rm(self.server.core, self.rm_id, rm_id, self.log)
+        await stop_own_rm(self.server.edge, self.rm_id, rm_id, self.log)
 
     def _reply(self, reply: Any, *, value: Any = None, error: _CallError | None = None) -> None:
         if isinstance(reply, asyncio.Future):
@@ -374,14 +374,14 @@ class GrpcSession:
         if not self.plain:
             outbox = Outbox(request.rm_id, self.limits.max_backlog)
         callback = _stand_in(self, overrides, outbox)
-        await self.server.core.register_resource_manager(request, callback)
+        await self.server.edge.register_resource_manager(request, callback)
         self.rm_id = request.rm_id
         self._callback = callback
         native.rm_ids.add(request.rm_id)
         self.log = self.log.bind(rm_id=self.rm_id)
         if outbox is not None:
             outbox.callback = callback
-            self.server.outboxes.add(outbox, self.server.core.is_registered)
+            self.server.outboxes.add(outbox, self.server.edge.is_registered)
             base = ",".join(str(self.told[kind]) for kind in KINDS)
             context.set_trailing_metadata(((RESUME_KEY, outbox.token), (BASE_KEY, base)))
             self._own(outbox)
@@ -391,7 +391,7 @@ class GrpcSession:
         """The Hello's ``Resume``: the RM's session is this one now, and what it did not
         receive is queued on each stream. Returns why not, or "" when it resumed."""
         counts = received_counts(resume.received)
-        core = self.server.core
+        core = self.server.edge
         try:
             outbox = self.server.outboxes.resume(
                 resume.rm_id, resume.registration, counts, core.rm_reconnected

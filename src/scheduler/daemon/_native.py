@@ -69,6 +69,7 @@ from scheduler.si._wire import (
 
 if TYPE_CHECKING:
     from scheduler.core import Core
+    from scheduler.daemon._record import RecordingCore
     from scheduler.si._wire import Call
 
 __all__ = ["Limits", "NativeServer"]
@@ -119,7 +120,7 @@ def _decimal(method: str, arg: str) -> int:
     return int(arg)
 
 
-async def stop_own_rm(core: Core, mine: str, rm_id: str, log: Any) -> None:
+async def stop_own_rm(core: Core | RecordingCore, mine: str, rm_id: str, log: Any) -> None:
     """The RM of a connection (``mine``, over either transport) shuts down of its own
     accord: Stopped, not Paused, and the connection's end then changes nothing. Another
     RM is not this connection's to stop."""
@@ -190,10 +191,20 @@ class Limits:
 
 class NativeServer:
     """Serves the core to RMs on listeners (``serve``); ``config`` is the queue
-    configuration an RM that registers with none gets (the daemon's ``--config``)."""
+    configuration an RM that registers with none gets (the daemon's ``--config``).
+    ``edge`` is where both transports send the RMs' SI calls: the core, or with
+    ``--record`` a ``RecordingCore`` in front of it (``scheduler.daemon._record``)."""
 
-    def __init__(self, core: Core, *, token: str = "", limits: Limits | None = None) -> None:
+    def __init__(
+        self,
+        core: Core,
+        *,
+        token: str = "",
+        limits: Limits | None = None,
+        edge: RecordingCore | None = None,
+    ) -> None:
         self.core = core
+        self.edge: Core | RecordingCore = core if edge is None else edge
         self.token = token
         self.limits = limits or Limits()
         self.config = ""
@@ -284,7 +295,7 @@ class Session:
                 if box.detach(self) and lost and not self._farewell:
                     # no goodbye of a daemon that stops: the RM is Paused
                     # (Core.rm_disconnected), its outbox keeps what it is sent to resume
-                    self.server.core.rm_disconnected(box.rm_id, box.callback)
+                    self.server.edge.rm_disconnected(box.rm_id, box.callback)
             with anyio.CancelScope(shield=True), anyio.move_on_after(1):
                 await self.stream.aclose()
 
@@ -491,7 +502,7 @@ class Session:
                     self._queue(frame)
 
     async def _call(self, call: Call) -> Result:
-        core = self.server.core
+        core = self.server.edge
         try:
             value: Any = None
             if isinstance(call, RegisterCall):
@@ -524,9 +535,9 @@ class Session:
             request.config = self.server.config
         outbox: Outbox[bytes] = Outbox(request.rm_id, self.limits.max_backlog)
         outbox.callback = callback = _stand_in(outbox, set(call.overrides))
-        await self.server.core.register_resource_manager(request, callback)
+        await self.server.edge.register_resource_manager(request, callback)
         self._own(outbox)
-        self.server.outboxes.add(outbox, self.server.core.is_registered)
+        self.server.outboxes.add(outbox, self.server.edge.is_registered)
         self.server.rm_ids.add(request.rm_id)
         self.log.info("resource manager {} registered from {}", self.rm_id, self.peer)
         return {"session": outbox.token}
@@ -534,7 +545,7 @@ class Session:
     def _resume(self, call: ResumeCall) -> None:
         """The RM resumes its session: Running again, and what it has not received goes
         out after the result (``Outbox``)."""
-        core = self.server.core
+        core = self.server.edge
         received = {0: call.received}
         outbox = self.server.outboxes.resume(
             call.rm_id, call.session, received, core.rm_reconnected
@@ -562,7 +573,7 @@ class Session:
         return await run_query(self.server.core, call.method, call.args)
 
     async def _stop(self, rm_id: str) -> None:
-        await stop_own_rm(self.server.core, self.rm_id, rm_id, self.log)
+        await stop_own_rm(self.server.edge, self.rm_id, rm_id, self.log)
 
     # ====================================================================== callbacks
     def push(self, data: bytes) -> None:

@@ -11,6 +11,10 @@ The configuration file (``--config``) is what an RM that registers without one g
 is watched: a change is checked first (``parse_config``) and, if valid, applied to every RM
 registered here through ``update_configuration`` (validate, then swap); an invalid one
 is logged with its reason and the old configuration stays in force.
+
+With ``--record FILE`` every SI request and response goes to a recording
+(``scheduler.daemon._record``), written by a task of the same task group and flushed at
+shutdown.
 """
 
 from __future__ import annotations
@@ -36,10 +40,11 @@ from scheduler import si
 from scheduler._errors import ConfigError, SchedulerError
 from scheduler.config._parser import parse_config
 from scheduler.config._timeouts import Timeouts
-from scheduler.core import start_scheduler
+from scheduler.core import Core, start_scheduler
 from scheduler.daemon._address import cannot_listen, host_port
 from scheduler.daemon._http_liveness import timed_protocol
 from scheduler.daemon._native import Limits, NativeServer
+from scheduler.daemon._record import Recorder, RecordingCore, check_record_path
 from scheduler.daemon._rest import make_app
 from scheduler.daemon._tls import QuietTLSListener, ServerTLS, load_server_tls
 
@@ -65,6 +70,9 @@ class DaemonOptions:
     rm_timeout: float = 60.0  # seconds an RM that lost its connection stays Paused
     keep_terminated: int = Timeouts.terminated_kept  # terminated applications per partition
     limits: Limits = field(default_factory=Limits)
+    record: Path | None = None  # --record: the SI traffic, for scheduler simulate --replay
+    record_max_bytes: int = 100 << 20  # a recording file past this is rotated
+    record_keep: int = 3  # recording files kept, the current one included
 
 
 async def run_daemon(
@@ -83,15 +91,21 @@ async def run_daemon(
     if options.config is not None:
         config_text = _read_config(options.config)
     tls = load_server_tls(options.tls_cert, options.tls_key, options.tls_client_ca)
+    if options.record is not None:
+        check_record_path(options.record)
     timeouts = Timeouts()
     timeouts.rm_paused = options.rm_timeout  # Paused -> Stopped (Core.rm_disconnected)
     timeouts.terminated_kept = options.keep_terminated
     async with start_scheduler(timeouts=timeouts) as core:
-        server = NativeServer(core, token=options.token, limits=options.limits)
+        recorder = _recorder(options, core)
+        edge = None if recorder is None else RecordingCore(core, recorder)
+        server = NativeServer(core, token=options.token, limits=options.limits, edge=edge)
         server.config = config_text
         # Until every listener is bound, those bound so far are closed if the next fails
         # (a bad or taken address); then the serving tasks own them.
         async with contextlib.AsyncExitStack() as binding:
+            if recorder is not None:
+                binding.push_async_callback(recorder.aclose)
             listener, address = await _listen(options.native, tls)
             binding.push_async_callback(listener.aclose)
             http_socket, http_address = _bind_http(options.http)
@@ -149,6 +163,8 @@ async def run_daemon(
 
                 tg.start_soon(accept)
                 tg.start_soon(serve_http)
+                if recorder is not None:
+                    tg.start_soon(recorder.run)
                 if options.config is not None:
                     tg.start_soon(
                         _watch, server, options.config, options.watch_interval, config_text
@@ -164,9 +180,28 @@ async def run_daemon(
                 accepting.cancel()
                 with anyio.move_on_after(options.grace):
                     await http_done.wait()
+                if recorder is not None:
+                    await recorder.aclose()  # everything the RMs were told is written
                 tg.cancel_scope.cancel()
     _log.info("stopped")
     return 0
+
+
+def _recorder(options: DaemonOptions, core: Core) -> Recorder | None:
+    """The recording of ``--record``, begun (its header written), on the core's clock."""
+    if options.record is None:
+        return None
+    clock = core.clock
+    wall = getattr(clock, "wall_ns", None) or (lambda t: int(t * 1e9))
+    recorder = Recorder(
+        options.record,
+        wall=lambda: int(wall(clock.now())),
+        max_bytes=options.record_max_bytes,
+        keep=options.record_keep,
+    )
+    recorder.open()
+    _log.info("recording the SI traffic to {}", options.record)
+    return recorder
 
 
 class _HttpServer(uvicorn.Server):
@@ -276,7 +311,7 @@ async def _watch(server: NativeServer, path: Path, interval: float, current: str
         registered = {rm["rmID"] for rm in known if rm["state"] != "Stopped"}
         for rm_id in sorted(server.rm_ids & registered):  # a Stopped RM is not registered
             try:
-                await server.core.update_configuration(
+                await server.edge.update_configuration(
                     si.UpdateConfigurationRequest(rm_id=rm_id, config=text)
                 )
             except SchedulerError as exc:
