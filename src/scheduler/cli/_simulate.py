@@ -12,9 +12,11 @@ import asyncio
 from pathlib import Path
 from typing import Annotated, Any
 
+import msgspec
 import typer
 from rich.console import Console
 
+from scheduler._errors import SchedulerError
 from scheduler.cli._live import LiveView
 from scheduler.config._duration import parse_duration
 from scheduler.config._quantity import format_resources
@@ -31,6 +33,7 @@ from scheduler.simulate import (
     with_overrides,
     write_summary,
 )
+from scheduler.simulate._replay import ReplayReport, replay
 from scheduler.simulate._report import PlotsUnavailable, write_report
 
 __all__ = ["simulate"]
@@ -120,6 +123,29 @@ def simulate(
             show_default=False,
         ),
     ] = None,
+    replay_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--replay",
+            metavar="FILE",
+            help="Play a recording of 'scheduler serve --record FILE' instead of a scenario, "
+            "and report the decisions that differ (replay.json in --out).",
+            show_default=False,
+        ),
+    ] = None,
+    rotated: Annotated[
+        bool,
+        typer.Option("--rotated", help="With --replay: FILE's rotated files too, oldest first."),
+    ] = False,
+    queues: Annotated[
+        Path | None,
+        typer.Option(
+            metavar="QUEUES_YAML",
+            help="With --replay: replay with this queue configuration instead of the "
+            "recorded one (what a changed policy would have decided).",
+            show_default=False,
+        ),
+    ] = None,
     verbose: Annotated[
         bool, typer.Option("--verbose", "-v", help="Log what the core does to stderr.")
     ] = False,
@@ -134,6 +160,11 @@ def simulate(
     if verbose and hasattr(sinks, "configure"):
         sinks.configure(True, None)
     err = Console(stderr=True)
+    if replay_file is not None:
+        if scenario_file is not None:
+            raise typer.BadParameter("give a SCENARIO or --replay FILE, not both")
+        _replay(replay_file, rotated, queues, out, err)
+        return
     try:
         scenario = load_scenario(scenario_file) if scenario_file else builtin_scenario()
         scenario = with_overrides(scenario, seed=seed, duration=_duration(duration))
@@ -191,6 +222,52 @@ def _play(
         return asyncio.run(
             run_scenario(scenario, configuration=name, on_sample=on_sample, **options)
         )
+
+
+def _replay(path: Path, rotated: bool, queues: Path | None, out: Path, err: Console) -> None:
+    """``--replay``: play the recording, write ``replay.json`` and print what differs;
+    exit 1 when a decision differs, 2 when the recording cannot be played."""
+    try:
+        config = queues.read_text() if queues is not None else None
+        report = asyncio.run(replay(path, rotated=rotated, config=config))
+    except OSError as exc:
+        err.print(f"scheduler simulate: --queues {queues}: {exc.strerror}", markup=False)
+        raise typer.Exit(2) from None
+    except SchedulerError as exc:
+        err.print(f"scheduler simulate: {exc}", markup=False, highlight=False, soft_wrap=True)
+        raise typer.Exit(2) from None
+    out.mkdir(parents=True, exist_ok=True)
+    written = out / "replay.json"
+    written.write_bytes(msgspec.json.format(msgspec.json.encode(report.to_dict())) + b"\n")
+    _replay_headline(Console(markup=False, highlight=False, emoji=False), report, written)
+    if not report.same:
+        raise typer.Exit(1)
+
+
+def _replay_headline(out: Console, report: ReplayReport, written: Path) -> None:
+    matched = ", ".join(f"{n:,} {kind}" for kind, n in sorted(report.matched.items()))
+    out.print(
+        f"replayed {len(report.files)} file(s): {report.records:,} records, "
+        f"{report.requests:,} requests, {report.duration:,.0f}s of recorded time",
+        soft_wrap=True,
+    )
+    out.print(f"  same decisions: {matched or 'none'}", soft_wrap=True)
+    for note in report.notes:
+        out.print(f"  note: {note}", soft_wrap=True)
+    shown = report.differences[:_SHOWN]
+    out.print(f"  differences: {len(report.differences):,}", soft_wrap=True)
+    for d in shown:
+        out.print(
+            f"    {d.time:,.1f}s {d.kind} {d.key}: recorded {d.recorded or '-'}, "
+            f"replayed {d.replayed or '-'}",
+            soft_wrap=True,
+        )
+    if len(report.differences) > len(shown):
+        out.print(f"    ... {len(report.differences) - len(shown):,} more in {written}")
+    out.print(f"report: {written}", soft_wrap=True)
+
+
+_SHOWN = 20  # differences printed; replay.json has them all
 
 
 def _checks_hold(s: Summary) -> bool:

@@ -3,6 +3,7 @@ against a daemon."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
@@ -14,7 +15,9 @@ from scheduler.simulate import load_scenario, run_scenario, summarize, with_over
 from scheduler.simulate._report import REPORT_FILES
 from scheduler.testing import DaemonProcess
 
+from ..daemon.test_record import serving, session
 from .conftest import scenario
+from .test_replay import BINPACKING
 
 ROOT = Path(__file__).resolve().parents[3]
 TINY = """\
@@ -117,3 +120,39 @@ workloads:
     assert summary.pods_finished == 4 and summary.checks.all_finished
     assert summary.checks.over_capacity == []
     assert result.wall_seconds >= 3.5  # 8 virtual seconds at twice the wall clock
+
+
+def test_replay_writes_replay_json_and_exits_1_when_a_decision_differs(tmp_path: Path) -> None:
+    """``scheduler simulate --replay FILE``: a daemon session replayed decides the same
+    (exit 0); replayed with binpacking instead of the recorded fair sorting, the command
+    prints the allocation that went elsewhere and exits 1; a missing file exits 2."""
+    recording = tmp_path / "si.rec"
+
+    async def record() -> None:
+        async with serving(recording) as addresses:
+            await session(addresses["native"])
+
+    asyncio.run(record())
+    same = CliRunner().invoke(app, ["simulate", "--replay", str(recording), "--out", str(tmp_path)])
+    assert same.exit_code == 0, same.output
+    assert "differences: 0" in same.output
+    assert json.loads((tmp_path / "replay.json").read_text())["same"] is True
+
+    binpacking = tmp_path / "binpacking.yaml"
+    binpacking.write_text(BINPACKING)
+    other = tmp_path / "other"
+    args = ["--replay", str(recording), "--queues", str(binpacking), "--out", str(other)]
+    changed = CliRunner().invoke(app, ["simulate", *args])
+    assert changed.exit_code == 1, changed.output
+    assert "allocation p: recorded n1, n1, n2, replayed n1, n1, n1" in changed.output
+    differences = json.loads((other / "replay.json").read_text())["differences"]
+    keys = [(d["kind"], d["key"]) for d in differences]  # the gang packed on n1 too
+    assert keys == [
+        ("allocation", "p"),
+        ("allocation", "gang-workers-ph-0"),
+        ("allocation", "gang-workers-ph-1"),
+        ("allocation", "w"),
+    ], changed.output
+
+    missing = CliRunner().invoke(app, ["simulate", "--replay", str(tmp_path / "nope.rec")])
+    assert missing.exit_code == 2 and "no recording at" in missing.output
