@@ -147,11 +147,12 @@ class QueueSummary(msgspec.Struct, frozen=True, kw_only=True):
     max: dict[str, int]
     peak: dict[str, int]  # the most it had allocated at any sample
     mean_share: dict[str, float]  # mean of allocated / guaranteed per guaranteed resource
-    # The first sample at which its allocation reached its guarantee in every guaranteed
-    # resource, counted from when it first had pods pending; None if it never did (or had
-    # no guarantee, or never asked for it).
+    # The first sample at which it held, of every guaranteed resource, its guarantee or all
+    # it asked for if that is less, counted from when it first had pods pending; None if it
+    # never did (or had no guarantee, or never asked for anything).
     guarantee_reached_after: float | None
-    starved_seconds: float  # time with pods pending while below its guarantee
+    # Time with pods pending while it held less than that (its guarantee, or what it asked).
+    starved_seconds: float
 
 
 class Checks(msgspec.Struct, frozen=True, kw_only=True):

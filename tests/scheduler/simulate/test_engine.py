@@ -56,6 +56,8 @@ async def test_the_same_seed_gives_the_same_summary_and_another_seed_another() -
     first = summarize(await run_scenario(scenario(BATCH)))
     again = summarize(await run_scenario(scenario(BATCH)))
     assert without_wall(first) == without_wall(again)
+    assert summary_json([first]) == summary_json([again])  # summary.json, bit for bit
+    assert b"wall" not in summary_json([first])
     changed = summarize(await run_scenario(with_overrides(scenario(BATCH), seed=99)))
     assert without_wall(changed) != without_wall(first)
 
