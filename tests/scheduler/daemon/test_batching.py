@@ -136,7 +136,7 @@ async def test_a_burst_of_single_ask_requests_is_one_core_call_and_each_is_acked
     async with scheduler.start_scheduler() as core:
         server = GrpcServer(NativeServer(core, limits=Limits(max_asks=1000, max_id=8)))
         recording = Recording()
-        server.core = recording  # type: ignore[assignment]
+        server.edge = recording  # type: ignore[assignment]  # where the SI calls go
         session = GrpcSession(server, "s1", "test", plain=False)
         acks = session.open_stream(pb.Ack.ALLOCATION * 0)  # the session stream
         for i in range(200):
