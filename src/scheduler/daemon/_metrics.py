@@ -82,25 +82,70 @@ class CoreCollector:
         return [*metric_families(self.dump), *event_families(self.dump, logged)]
 
 
+# YuniKorn's event counters (pkg/metrics/event.go; ``yunikorn_event_total_<name>``), each
+# with what it counts here: (name, help, where its value comes from). YuniKorn passes an
+# event from its creator through a bounded channel to a store, from which the shim's
+# publisher collects it; here the partition hands its events to its RM's callback actor
+# (an unbounded mailbox) at each flush, and that actor logs each one (the core's
+# ``EventLog``, a ring that keeps the newest) as it sends it to the RM. So what may be
+# refused in YuniKorn (``not_channeled``: the channel full; ``not_stored``: the store
+# full) never is here: both are 0, always; ``channeled`` is ``created``; ``stored`` and
+# ``collected`` are ``processed``. (v1.2 declares ``stored`` and ``not_stored`` under
+# ``total_processed`` by mistake, and neither v1.2 nor v1.8 registers any of them: the
+# names are v1.8's.)
+_EVENT_COUNTERS: Final = (
+    ("created", "Events created by the partitions since their RM registered.", "created"),
+    (
+        "channeled",
+        "Events the partitions handed on to their RM's callback (all they created: its "
+        "mailbox never refuses one), since their RM registered.",
+        "created",
+    ),
+    (
+        "not_channeled",
+        "Events the partitions could not hand on: always 0, the callback's mailbox is "
+        "unbounded (YuniKorn's channel may be full).",
+        "zero",
+    ),
+    ("processed", "Events the core logged and sent to the RMs, since the core started.", "logged"),
+    (
+        "stored",
+        "Events the core's event log took (every one it sent: it keeps the newest), since "
+        "the core started.",
+        "logged",
+    ),
+    (
+        "not_stored",
+        "Events the core's event log refused: always 0, it drops the oldest instead "
+        "(YuniKorn's store may be full).",
+        "zero",
+    ),
+    (
+        "collected",
+        "Events collected for the RMs (each is sent as it is logged), since the core started.",
+        "logged",
+    ),
+)
+
+
 def event_families(dump: Dump, logged: int | None) -> list[Metric]:
     """YuniKorn's event counters (pkg/metrics/event.go: gauges, though YuniKorn v1.2 and
-    v1.8 never register them), those with a counterpart here: the events the partitions
-    created, and the events the core's log took as the callback sent them to the RM
-    (``logged``, None without a core). YuniKorn's channel and store, which may be full,
-    have none: no ``channeled``, ``not_channeled``, ``stored`` or ``not_stored``."""
-    created = GaugeMetricFamily(
-        "yunikorn_event_total_created",
-        "Events created by the partitions since their RM registered.",
-    )
-    created.add_metric([], sum(p["schedulerMetrics"]["eventsCreated"] for p in _counted(dump)))
-    if logged is None:
-        return [created]
-    processed = GaugeMetricFamily(
-        "yunikorn_event_total_processed",
-        "Events the core logged and sent to the RMs, since the core started.",
-    )
-    processed.add_metric([], logged)
-    return [created, processed]
+    v1.8 never register them), each with the value that is true of the core's events
+    (``_EVENT_COUNTERS``): the events the partitions created (the dump's, since their
+    RM registered) and those the core's log took as the callback sent them to the RM
+    (``logged``, since the core started; None without a core, which leaves out the
+    counters that depend on it)."""
+    created = sum(p["schedulerMetrics"]["eventsCreated"] for p in _counted(dump))
+    source = {"created": created, "logged": logged, "zero": 0}
+    families: list[Metric] = []
+    for name, doc, key in _EVENT_COUNTERS:
+        value = source[key]
+        if value is None:
+            continue
+        family = GaugeMetricFamily(f"yunikorn_event_total_{name}", doc)
+        family.add_metric([], value)
+        families.append(family)
+    return families
 
 
 def _counted(dump: Dump) -> list[Dump]:

@@ -283,6 +283,54 @@ async def test_event_counters(s: Scenario, client: httpx.AsyncClient) -> None:
     assert len(s.rm.events) > sent
 
 
+@pytest.mark.asyncio
+async def test_yunikorns_other_event_counters_say_what_is_true_here(
+    s: Scenario, client: httpx.AsyncClient
+) -> None:
+    """yunikorn-core v1.2.0 pkg/metrics/event.go declares seven event gauges (v1.8.0 under
+    the right names: v1.2 gives ``stored`` and ``not_stored`` the name ``total_processed``):
+    created, channeled and not_channeled (pkg/events/event_cache.go ``AddEvent``: into its
+    bounded channel or not), processed, stored and not_stored (event_store.go ``Store``: its
+    store full or not), collected (``CollectEvents``, for the shim). Here a partition hands
+    every event it creates to its RM's callback actor, whose mailbox never refuses one, and
+    the event log takes every event sent: channeled is created, stored and collected are
+    processed, the two refusals stay 0."""
+    await s.add_nodes("n1", "n2")
+    await s.submit("app-1", queue="root.a")
+    await s.ask("app-1", "work", count=2, memory=10, vcore=1)
+    sent = len(s.rm.events)
+    assert sent >= 3
+    m = await families(client)
+    got = {
+        name: values(m[f"yunikorn_event_total_{name}"])
+        for name in (
+            "created",
+            "channeled",
+            "not_channeled",
+            "processed",
+            "stored",
+            "not_stored",
+            "collected",
+        )
+    }
+    assert {name: v[()] for name, v in got.items()} == {
+        "created": sent,
+        "channeled": sent,
+        "not_channeled": 0,
+        "processed": sent,
+        "stored": sent,
+        "not_stored": 0,
+        "collected": sent,
+    }
+    assert all(m[f"yunikorn_event_total_{name}"].type == "gauge" for name in got)
+    await s.register(QUEUES)  # created and channeled count per partition, the rest per core
+    await s.add_nodes("n3")
+    m = await families(client)
+    assert values(m["yunikorn_event_total_channeled"]) == {(): len(s.rm.events) - sent}
+    assert values(m["yunikorn_event_total_stored"]) == {(): len(s.rm.events)}
+    assert values(m["yunikorn_event_total_collected"]) == {(): len(s.rm.events)}
+
+
 NODE_SORTING = "yunikorn_scheduler_node_sorting_latency_milliseconds"
 
 
