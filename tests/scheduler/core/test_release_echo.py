@@ -47,7 +47,7 @@ async def test_an_rm_release_of_any_type_is_echoed_as_stopped_by_rm(
     await driver.apps(app("a1"))
     await driver.asks(ask("k1", "a1", count=2))
     await driver.settle()
-    first, second = driver.allocs("a1")
+    first, _second = driver.allocs("a1")
     await driver.release(first, termination=termination)
     await driver.settle()
     assert echoes(driver) == [(first.uuid, STOPPED, AS_PER_RM)]
