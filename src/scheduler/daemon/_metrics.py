@@ -208,37 +208,38 @@ def _scheduler_metrics(dump: Dump) -> list[Metric]:
     return [apps, nodes, *_node_usage(all_nodes), *_counters(dump), *_preemptions(dump)]
 
 
-# (family, help, key of the partition's ``schedulerMetrics``, level): YuniKorn's latency
-# histograms (pkg/metrics/scheduler.go), observed in seconds on the core's clock; a
-# level is the ``level`` label of the node sorting one.
-_HISTOGRAMS: Final[tuple[tuple[str, str, str, str | None], ...]] = (
+# (family, help, ((level, key of the partition's ``schedulerMetrics``), ...)): YuniKorn's
+# latency histograms (pkg/metrics/scheduler.go), observed in seconds on the core's clock;
+# a level (None: the family has no label) is the ``level`` label of the sorting one.
+_HISTOGRAMS: Final[tuple[tuple[str, str, tuple[tuple[str | None, str], ...]], ...]] = (
     (
         "yunikorn_scheduler_scheduling_latency_milliseconds",
         "Latency of a scheduling pass, in seconds (YuniKorn's name), on the core's clock.",
-        "schedulingLatency",
-        None,
+        ((None, "schedulingLatency"),),
     ),
     (
         "yunikorn_scheduler_trynode_latency_milliseconds",
         "Latency of trying a node that took an ask, to its allocation (the RM's predicates "
         "included, if it checks them), in seconds (YuniKorn's name), on the core's clock.",
-        "tryNodeLatency",
-        None,
+        ((None, "tryNodeLatency"),),
     ),
     (
         "yunikorn_scheduler_node_sorting_latency_milliseconds",
-        "Latency of sorting all nodes, by level: node (by how close each comes to holding "
-        "an ask that may reserve one, once per size and pass), in seconds (YuniKorn's "
-        "name), on the core's clock.",
-        "nodeSortingLatency",
-        "node",
+        "Latency of sorting, by level: node (all nodes, by how close each comes to holding "
+        "an ask that may reserve one, once per size and pass), queue (a parent's children) "
+        "and app (a leaf's applications), those two on the way down of each pass's first "
+        "walk, at their mean; in seconds (YuniKorn's name), on the core's clock.",
+        (
+            ("node", "nodeSortingLatency"),
+            ("app", "appSortingLatency"),
+            ("queue", "queueSortingLatency"),
+        ),
     ),
     (
         "yunikorn_scheduler_trypreemption_latency_milliseconds",
         "Latency of a preemption round after a pass, in seconds (YuniKorn's name), on the "
         "core's clock.",
-        "tryPreemptionLatency",
-        None,
+        ((None, "tryPreemptionLatency"),),
     ),
 )
 
@@ -247,8 +248,9 @@ def _counters(dump: Dump) -> list[Metric]:
     """YuniKorn's counters and latency histograms, added up over the partitions."""
     attempts = dict.fromkeys(ATTEMPTS, 0)
     submissions = dict.fromkeys(SUBMISSIONS, 0)
-    buckets = {key: [0] * (len(LATENCY_BUCKETS) + 1) for _name, _doc, key, _l in _HISTOGRAMS}
-    sums = dict.fromkeys(buckets, 0.0)
+    keys = [key for _name, _doc, levels in _HISTOGRAMS for _level, key in levels]
+    buckets = {key: [0] * (len(LATENCY_BUCKETS) + 1) for key in keys}
+    sums = dict.fromkeys(keys, 0.0)
     for part in dump["partitions"]:
         info = part.get("schedulerMetrics")
         if info is None:
@@ -278,25 +280,26 @@ def _counters(dump: Dump) -> list[Metric]:
     for name, n in submissions.items():
         submission.add_metric([name], n)
     histograms = [
-        _histogram(name, doc, buckets[key], sums[key], level)
-        for name, doc, key, level in _HISTOGRAMS
+        _histogram(name, doc, [(level, buckets[key], sums[key]) for level, key in levels])
+        for name, doc, levels in _HISTOGRAMS
     ]
     return [allocation, submission, *histograms]
 
 
 def _histogram(
-    name: str, doc: str, counts: list[int], total: float, level: str | None = None
+    name: str, doc: str, series: list[tuple[str | None, list[int], float]]
 ) -> HistogramMetricFamily:
-    """A histogram of ``LATENCY_BUCKETS`` from the count in each bucket (the last: +Inf),
-    with the label ``level`` if one is given."""
-    cumulative, buckets = 0, []
-    for bound, n in zip((*map(str, LATENCY_BUCKETS), "+Inf"), counts, strict=True):
-        cumulative += n
-        buckets.append((bound, cumulative))
-    if level is None:
-        return HistogramMetricFamily(name, doc, buckets=buckets, sum_value=total)
-    family = HistogramMetricFamily(name, doc, labels=["level"])
-    family.add_metric([level], buckets, total)
+    """A histogram of ``LATENCY_BUCKETS`` from the count in each bucket (the last: +Inf)
+    and the sum of each series: one without a label (its level None), or one per
+    ``level``."""
+    labelled = series[0][0] is not None
+    family = HistogramMetricFamily(name, doc, labels=["level"] if labelled else None)
+    for level, counts, total in series:
+        cumulative, buckets = 0, []
+        for bound, n in zip((*map(str, LATENCY_BUCKETS), "+Inf"), counts, strict=True):
+            cumulative += n
+            buckets.append((bound, cumulative))
+        family.add_metric([level] if level is not None else [], buckets, total)
     return family
 
 
