@@ -42,8 +42,9 @@ _COMPLETABLE_STATES = frozenset({AppState.ACCEPTED, AppState.STARTING, AppState.
 _RUNNING_STATES = frozenset({AppState.STARTING, AppState.RUNNING})
 # Leaving one of these may let the next application of a ``stateaware`` queue start.
 _STATE_AWARE_GATES = frozenset({AppState.ACCEPTED, AppState.STARTING})
-# What confirms a release the RM asked for (YuniKorn's processAllocationReleases).
+# What confirms a release the RM asked for (YuniKorn v1.2's processAllocationReleases).
 _AS_PER_RM = "allocation remove as per RM request"
+_STOPPED_BY_RM = si.TerminationType.STOPPED_BY_RM
 # The timer entering a state starts: the ``Timeouts`` field and the event it fires.
 _STATE_TIMERS: dict[AppState, tuple[str, AppEvent]] = {
     AppState.STARTING: ("starting", AppEvent.RUN),
@@ -201,7 +202,16 @@ class ApplicationActor(GangFlows, PreemptionFlows, Actor):
             self.maybe_complete()  # only when one went, as YuniKorn's removeAllocationInternal
 
     def _release(self, alloc: Allocation, termination: si.TerminationType, message: str) -> None:
-        """Take an allocation away and confirm the release to the RM."""
+        """Take an allocation away and confirm the release to the RM.
+
+        As YuniKorn v1.2 (``context.go`` ``processAllocationReleases``, unchanged in v1.8):
+        every release of the RM's that takes an allocation away is sent back in
+        ``AllocationResponse.released`` as ``STOPPED_BY_RM`` with ``message``, whatever
+        type the RM gave it: its own releases, and its confirmations of the core's
+        (a placeholder's ``TIMEOUT`` or ``PLACEHOLDER_REPLACED``, a victim's
+        ``PREEMPTED_BY_SCHEDULER``). YuniKorn's shim acts on a release of any other type
+        as the core's own, so the echo must not carry the RM's type back. A release that
+        finds nothing is not answered."""
         if alloc.tentative:
             self.log.warning(
                 "release of allocation {} of {} ignored: it is a tentative permit gang "
@@ -210,19 +220,19 @@ class ApplicationActor(GangFlows, PreemptionFlows, Actor):
                 self.app.application_id,
             )
             return
+        p = self.partition
         if (
             termination is REPLACED
             and alloc.release_pending is REPLACED
             and self.confirm_replacement(alloc)
         ):
-            return  # the handshake that waited for this goes on as its own turn
-        p = self.partition
+            # The handshake that waited for this swaps it as its own turn; the echo goes
+            # now, before the real allocation, as YuniKorn sends the two.
+            p.outbox.release(alloc, _STOPPED_BY_RM, message)
+            return
         p.free_on_node(alloc)
         self.drop_allocation(alloc)
-        pending = alloc.release_pending
-        # Not the RM confirming our own release (a victim's confirmation may carry any type).
-        if pending != termination and pending is not PREEMPTED:
-            p.outbox.release(alloc, termination, message)
+        p.outbox.release(alloc, _STOPPED_BY_RM, message)
         p.wake()
 
     def drop_allocation(self, alloc: Allocation) -> None:
@@ -308,9 +318,7 @@ class ApplicationActor(GangFlows, PreemptionFlows, Actor):
         for key in list(app.asks):
             self.remove_ask(key)
         for alloc in list(app.allocations.values()):
-            self._release(
-                alloc, si.TerminationType.STOPPED_BY_RM, f"Application {app.application_id} Removed"
-            )
+            self._release(alloc, _STOPPED_BY_RM, f"Application {app.application_id} Removed")
         while app.state not in (AppState.COMPLETED, AppState.FAILED, AppState.REJECTED):
             if app.state is AppState.RESUMING:
                 self.transition(AppEvent.RUN)

@@ -1,8 +1,9 @@
 """A partition's counters for YuniKorn's counter metrics (allocation attempts by state,
 application submissions by result, failed and decommissioned nodes, the scheduling,
-try-node, node sorting and try-preemption latency histograms), kept in the partition actor per pass,
-per outbox flush and per node update, never per allocation (a pass's allocations are
-observed at its mean time per allocation). ``scheduler.daemon._metrics``
+try-node, node, queue and application sorting and try-preemption latency histograms),
+kept in the partition actor per pass, per outbox flush and per node update, never per
+allocation (a pass's allocations are observed at its mean time per allocation, its
+sorts of queues and applications once per pass). ``scheduler.daemon._metrics``
 turns them into Prometheus families; this module needs no Prometheus client, so the core
 does not import one.
 """
@@ -52,14 +53,18 @@ class SchedulingCounters:
     the last +Inf. ``node_sorting``: how long each sort
     of all the nodes took (YuniKorn v1.2's ``node_sorting_latency{level="node"}``): the
     pass sorts them only when an ask may reserve one, once per size and pass, by how close
-    each comes to holding it. ``failed_nodes``: new nodes refused
-    because the allocations the RM reported on them could not be recovered (YuniKorn
-    v1.2's ``partition.addNode``);
+    each comes to holding it. ``queue_sorting`` and ``app_sorting`` (v1.2's
+    ``level="queue"`` and ``level="app"``): each pass's first walk down the tree (a
+    parent's children, a leaf's applications, as the pass meets them first), timed as
+    the pass starts, each level at its mean (``Scheduler.time_sorts``). ``failed_nodes``:
+    new nodes refused because the allocations the RM reported on them could not be
+    recovered (YuniKorn v1.2's ``partition.addNode``);
     ``decommissioned_nodes``: nodes the RM decommissioned (``DECOMISSION``, YuniKorn's
     ``updateNode``). YuniKorn never lowers either. ``events_created``: the events the
     partition made for the RM (YuniKorn's ``IncEventsCreated``), counted per flush."""
 
     __slots__ = (
+        "app_sorting",
         "attempts",
         "decommissioned_nodes",
         "events_created",
@@ -67,6 +72,7 @@ class SchedulingCounters:
         "latency",
         "node_sorting",
         "preemption_latency",
+        "queue_sorting",
         "submissions",
         "try_node",
     )
@@ -81,6 +87,8 @@ class SchedulingCounters:
         self.preemption_latency = Latency()
         self.try_node = Latency()
         self.node_sorting = Latency()
+        self.queue_sorting = Latency()
+        self.app_sorting = Latency()
 
     def observe_pass(self, seconds: float) -> None:
         """One scheduling pass took ``seconds``."""
@@ -101,6 +109,16 @@ class SchedulingCounters:
     def observe_node_sorting(self, seconds: float) -> None:
         """One sort of all the nodes took ``seconds``."""
         self.node_sorting.observe(seconds)
+
+    def observe_queue_sorting(self, seconds: float, count: int) -> None:
+        """``count`` parents sorted their children in ``seconds`` together (YuniKorn's
+        ``level="queue"``): each is observed at the mean."""
+        self.queue_sorting.observe(seconds, count)
+
+    def observe_app_sorting(self, seconds: float, count: int = 1) -> None:
+        """``count`` leaves sorted their applications in ``seconds`` together (YuniKorn's
+        ``level="app"``): each is observed at the mean."""
+        self.app_sorting.observe(seconds, count)
 
     def count_flush(self, entries: Iterable[tuple[str, object]], events: int = 0) -> None:
         """What one flush of the outbox tells the RM, counted by field in one go, so the
@@ -126,5 +144,7 @@ class SchedulingCounters:
             "schedulingLatency": self.latency.info(),
             "tryNodeLatency": self.try_node.info(),
             "nodeSortingLatency": self.node_sorting.info(),
+            "queueSortingLatency": self.queue_sorting.info(),
+            "appSortingLatency": self.app_sorting.info(),
             "tryPreemptionLatency": self.preemption_latency.info(),
         }

@@ -407,6 +407,7 @@ class PartitionActor(Actor):
         awaited ask from this turn. The partition's other messages go on meanwhile, and the
         commit re-checks everything the proposal assumed."""
         p, scheduler = self.partition, self.scheduler
+        scheduler.time_sorts()
         try:
             while p.schedule_pending:
                 proposal = scheduler.propose_checked()

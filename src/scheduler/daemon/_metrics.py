@@ -82,25 +82,70 @@ class CoreCollector:
         return [*metric_families(self.dump), *event_families(self.dump, logged)]
 
 
+# YuniKorn's event counters (pkg/metrics/event.go; ``yunikorn_event_total_<name>``), each
+# with what it counts here: (name, help, where its value comes from). YuniKorn passes an
+# event from its creator through a bounded channel to a store, from which the shim's
+# publisher collects it; here the partition hands its events to its RM's callback actor
+# (an unbounded mailbox) at each flush, and that actor logs each one (the core's
+# ``EventLog``, a ring that keeps the newest) as it sends it to the RM. So what may be
+# refused in YuniKorn (``not_channeled``: the channel full; ``not_stored``: the store
+# full) never is here: both are 0, always; ``channeled`` is ``created``; ``stored`` and
+# ``collected`` are ``processed``. (v1.2 declares ``stored`` and ``not_stored`` under
+# ``total_processed`` by mistake, and neither v1.2 nor v1.8 registers any of them: the
+# names are v1.8's.)
+_EVENT_COUNTERS: Final = (
+    ("created", "Events created by the partitions since their RM registered.", "created"),
+    (
+        "channeled",
+        "Events the partitions handed on to their RM's callback (all they created: its "
+        "mailbox never refuses one), since their RM registered.",
+        "created",
+    ),
+    (
+        "not_channeled",
+        "Events the partitions could not hand on: always 0, the callback's mailbox is "
+        "unbounded (YuniKorn's channel may be full).",
+        "zero",
+    ),
+    ("processed", "Events the core logged and sent to the RMs, since the core started.", "logged"),
+    (
+        "stored",
+        "Events the core's event log took (every one it sent: it keeps the newest), since "
+        "the core started.",
+        "logged",
+    ),
+    (
+        "not_stored",
+        "Events the core's event log refused: always 0, it drops the oldest instead "
+        "(YuniKorn's store may be full).",
+        "zero",
+    ),
+    (
+        "collected",
+        "Events collected for the RMs (each is sent as it is logged), since the core started.",
+        "logged",
+    ),
+)
+
+
 def event_families(dump: Dump, logged: int | None) -> list[Metric]:
     """YuniKorn's event counters (pkg/metrics/event.go: gauges, though YuniKorn v1.2 and
-    v1.8 never register them), those with a counterpart here: the events the partitions
-    created, and the events the core's log took as the callback sent them to the RM
-    (``logged``, None without a core). YuniKorn's channel and store, which may be full,
-    have none: no ``channeled``, ``not_channeled``, ``stored`` or ``not_stored``."""
-    created = GaugeMetricFamily(
-        "yunikorn_event_total_created",
-        "Events created by the partitions since their RM registered.",
-    )
-    created.add_metric([], sum(p["schedulerMetrics"]["eventsCreated"] for p in _counted(dump)))
-    if logged is None:
-        return [created]
-    processed = GaugeMetricFamily(
-        "yunikorn_event_total_processed",
-        "Events the core logged and sent to the RMs, since the core started.",
-    )
-    processed.add_metric([], logged)
-    return [created, processed]
+    v1.8 never register them), each with the value that is true of the core's events
+    (``_EVENT_COUNTERS``): the events the partitions created (the dump's, since their
+    RM registered) and those the core's log took as the callback sent them to the RM
+    (``logged``, since the core started; None without a core, which leaves out the
+    counters that depend on it)."""
+    created = sum(p["schedulerMetrics"]["eventsCreated"] for p in _counted(dump))
+    source = {"created": created, "logged": logged, "zero": 0}
+    families: list[Metric] = []
+    for name, doc, key in _EVENT_COUNTERS:
+        value = source[key]
+        if value is None:
+            continue
+        family = GaugeMetricFamily(f"yunikorn_event_total_{name}", doc)
+        family.add_metric([], value)
+        families.append(family)
+    return families
 
 
 def _counted(dump: Dump) -> list[Dump]:
@@ -163,37 +208,38 @@ def _scheduler_metrics(dump: Dump) -> list[Metric]:
     return [apps, nodes, *_node_usage(all_nodes), *_counters(dump), *_preemptions(dump)]
 
 
-# (family, help, key of the partition's ``schedulerMetrics``, level): YuniKorn's latency
-# histograms (pkg/metrics/scheduler.go), observed in seconds on the core's clock; a
-# level is the ``level`` label of the node sorting one.
-_HISTOGRAMS: Final[tuple[tuple[str, str, str, str | None], ...]] = (
+# (family, help, ((level, key of the partition's ``schedulerMetrics``), ...)): YuniKorn's
+# latency histograms (pkg/metrics/scheduler.go), observed in seconds on the core's clock;
+# a level (None: the family has no label) is the ``level`` label of the sorting one.
+_HISTOGRAMS: Final[tuple[tuple[str, str, tuple[tuple[str | None, str], ...]], ...]] = (
     (
         "yunikorn_scheduler_scheduling_latency_milliseconds",
         "Latency of a scheduling pass, in seconds (YuniKorn's name), on the core's clock.",
-        "schedulingLatency",
-        None,
+        ((None, "schedulingLatency"),),
     ),
     (
         "yunikorn_scheduler_trynode_latency_milliseconds",
         "Latency of trying a node that took an ask, to its allocation (the RM's predicates "
         "included, if it checks them), in seconds (YuniKorn's name), on the core's clock.",
-        "tryNodeLatency",
-        None,
+        ((None, "tryNodeLatency"),),
     ),
     (
         "yunikorn_scheduler_node_sorting_latency_milliseconds",
-        "Latency of sorting all nodes, by level: node (by how close each comes to holding "
-        "an ask that may reserve one, once per size and pass), in seconds (YuniKorn's "
-        "name), on the core's clock.",
-        "nodeSortingLatency",
-        "node",
+        "Latency of sorting, by level: node (all nodes, by how close each comes to holding "
+        "an ask that may reserve one, once per size and pass), queue (a parent's children) "
+        "and app (a leaf's applications), those two on the way down of each pass's first "
+        "walk, at their mean; in seconds (YuniKorn's name), on the core's clock.",
+        (
+            ("node", "nodeSortingLatency"),
+            ("app", "appSortingLatency"),
+            ("queue", "queueSortingLatency"),
+        ),
     ),
     (
         "yunikorn_scheduler_trypreemption_latency_milliseconds",
         "Latency of a preemption round after a pass, in seconds (YuniKorn's name), on the "
         "core's clock.",
-        "tryPreemptionLatency",
-        None,
+        ((None, "tryPreemptionLatency"),),
     ),
 )
 
@@ -202,8 +248,9 @@ def _counters(dump: Dump) -> list[Metric]:
     """YuniKorn's counters and latency histograms, added up over the partitions."""
     attempts = dict.fromkeys(ATTEMPTS, 0)
     submissions = dict.fromkeys(SUBMISSIONS, 0)
-    buckets = {key: [0] * (len(LATENCY_BUCKETS) + 1) for _name, _doc, key, _l in _HISTOGRAMS}
-    sums = dict.fromkeys(buckets, 0.0)
+    keys = [key for _name, _doc, levels in _HISTOGRAMS for _level, key in levels]
+    buckets = {key: [0] * (len(LATENCY_BUCKETS) + 1) for key in keys}
+    sums = dict.fromkeys(keys, 0.0)
     for part in dump["partitions"]:
         info = part.get("schedulerMetrics")
         if info is None:
@@ -233,25 +280,26 @@ def _counters(dump: Dump) -> list[Metric]:
     for name, n in submissions.items():
         submission.add_metric([name], n)
     histograms = [
-        _histogram(name, doc, buckets[key], sums[key], level)
-        for name, doc, key, level in _HISTOGRAMS
+        _histogram(name, doc, [(level, buckets[key], sums[key]) for level, key in levels])
+        for name, doc, levels in _HISTOGRAMS
     ]
     return [allocation, submission, *histograms]
 
 
 def _histogram(
-    name: str, doc: str, counts: list[int], total: float, level: str | None = None
+    name: str, doc: str, series: list[tuple[str | None, list[int], float]]
 ) -> HistogramMetricFamily:
-    """A histogram of ``LATENCY_BUCKETS`` from the count in each bucket (the last: +Inf),
-    with the label ``level`` if one is given."""
-    cumulative, buckets = 0, []
-    for bound, n in zip((*map(str, LATENCY_BUCKETS), "+Inf"), counts, strict=True):
-        cumulative += n
-        buckets.append((bound, cumulative))
-    if level is None:
-        return HistogramMetricFamily(name, doc, buckets=buckets, sum_value=total)
-    family = HistogramMetricFamily(name, doc, labels=["level"])
-    family.add_metric([level], buckets, total)
+    """A histogram of ``LATENCY_BUCKETS`` from the count in each bucket (the last: +Inf)
+    and the sum of each series: one without a label (its level None), or one per
+    ``level``."""
+    labelled = series[0][0] is not None
+    family = HistogramMetricFamily(name, doc, labels=["level"] if labelled else None)
+    for level, counts, total in series:
+        cumulative, buckets = 0, []
+        for bound, n in zip((*map(str, LATENCY_BUCKETS), "+Inf"), counts, strict=True):
+            cumulative += n
+            buckets.append((bound, cumulative))
+        family.add_metric([level] if level is not None else [], buckets, total)
     return family
 
 

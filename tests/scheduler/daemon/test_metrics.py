@@ -196,14 +196,19 @@ async def test_node_states_count_failed_and_decommissioned_nodes(
 
 # ============================================================================ latency
 TRY_NODE = "yunikorn_scheduler_trynode_latency_milliseconds"
+SCHEDULING = "yunikorn_scheduler_scheduling_latency_milliseconds"
 
 
-def histogram(family: prometheus_client.Metric) -> tuple[dict[str, float], float, float]:
-    """A histogram's cumulative buckets by bound, its count and its sum."""
+def histogram(
+    family: prometheus_client.Metric, level: str | None = None
+) -> tuple[dict[str, float], float, float]:
+    """A histogram's cumulative buckets by bound, its count and its sum (of the series of
+    ``level``, for a family with levels)."""
     assert family.type == "histogram"
-    buckets = {x.labels["le"]: x.value for x in family.samples if x.name == family.name + "_bucket"}
-    (count,) = values(family, "_count").values()  # one series (with its level, if any)
-    (total,) = values(family, "_sum").values()
+    ours = [x for x in family.samples if x.labels.get("level") == level]
+    buckets = {x.labels["le"]: x.value for x in ours if x.name == family.name + "_bucket"}
+    (count,) = [x.value for x in ours if x.name == family.name + "_count"]
+    (total,) = [x.value for x in ours if x.name == family.name + "_sum"]
     return buckets, count, total
 
 
@@ -283,6 +288,54 @@ async def test_event_counters(s: Scenario, client: httpx.AsyncClient) -> None:
     assert len(s.rm.events) > sent
 
 
+@pytest.mark.asyncio
+async def test_yunikorns_other_event_counters_say_what_is_true_here(
+    s: Scenario, client: httpx.AsyncClient
+) -> None:
+    """yunikorn-core v1.2.0 pkg/metrics/event.go declares seven event gauges (v1.8.0 under
+    the right names: v1.2 gives ``stored`` and ``not_stored`` the name ``total_processed``):
+    created, channeled and not_channeled (pkg/events/event_cache.go ``AddEvent``: into its
+    bounded channel or not), processed, stored and not_stored (event_store.go ``Store``: its
+    store full or not), collected (``CollectEvents``, for the shim). Here a partition hands
+    every event it creates to its RM's callback actor, whose mailbox never refuses one, and
+    the event log takes every event sent: channeled is created, stored and collected are
+    processed, the two refusals stay 0."""
+    await s.add_nodes("n1", "n2")
+    await s.submit("app-1", queue="root.a")
+    await s.ask("app-1", "work", count=2, memory=10, vcore=1)
+    sent = len(s.rm.events)
+    assert sent >= 3
+    m = await families(client)
+    got = {
+        name: values(m[f"yunikorn_event_total_{name}"])
+        for name in (
+            "created",
+            "channeled",
+            "not_channeled",
+            "processed",
+            "stored",
+            "not_stored",
+            "collected",
+        )
+    }
+    assert {name: v[()] for name, v in got.items()} == {
+        "created": sent,
+        "channeled": sent,
+        "not_channeled": 0,
+        "processed": sent,
+        "stored": sent,
+        "not_stored": 0,
+        "collected": sent,
+    }
+    assert all(m[f"yunikorn_event_total_{name}"].type == "gauge" for name in got)
+    await s.register(QUEUES)  # created and channeled count per partition, the rest per core
+    await s.add_nodes("n3")
+    m = await families(client)
+    assert values(m["yunikorn_event_total_channeled"]) == {(): len(s.rm.events) - sent}
+    assert values(m["yunikorn_event_total_stored"]) == {(): len(s.rm.events)}
+    assert values(m["yunikorn_event_total_collected"]) == {(): len(s.rm.events)}
+
+
 NODE_SORTING = "yunikorn_scheduler_node_sorting_latency_milliseconds"
 
 
@@ -299,13 +352,60 @@ async def test_node_sorting_latency_is_observed_when_an_ask_may_reserve(
     await s.submit("app-1", queue="root.a")
     await s.ask("app-1", "half", count=2, memory=50, vcore=1)  # one on each node
     await s.ask("app-1", "big", memory=95, vcore=1)  # no room on either: waits
-    buckets, count, _total = histogram((await families(client))[NODE_SORTING])
+    buckets, count, _total = histogram((await families(client))[NODE_SORTING], "node")
     assert count == 0 and buckets["+Inf"] == 0
     await s.advance(3)  # past the reservation delay (2 s): it reserves a node
     info = await s.core.get_application("default", "app-1")
     assert info["reservations"]  # the sort picked the node it reserved
     family = (await families(client))[NODE_SORTING]
-    assert {x.labels["level"] for x in family.samples} == {"node"}
-    buckets, count, total = histogram(family)
+    assert {x.labels["level"] for x in family.samples} == {"node", "app", "queue"}
+    buckets, count, total = histogram(family, "node")
     assert count == 1 == buckets["0.0001"]  # 0 s on the manual clock
     assert total == 0
+
+
+DEEP = """
+partitions:
+  - name: default
+    queues:
+      - name: root
+        submitacl: "*"
+        queues:
+          - name: parent
+            queues:
+              - name: leaf
+"""
+
+
+@pytest.mark.asyncio
+async def test_queue_and_app_sorting_latency_once_per_pass_on_its_way_down() -> None:
+    """yunikorn-core v1.2.0 pkg/metrics/scheduler.go ``node_sorting_latency_milliseconds``
+    with ``level="queue"`` (pkg/scheduler/objects/sorters.go ``sortQueue``, which each
+    parent's ``sortQueues`` calls) and ``level="app"`` (``sortApplications``, from each
+    leaf's queue.go ``sortApplications``), on YuniKorn's walk down the tree. Here each
+    pass with pending work times the sorts of its first walk down, at the mean per level:
+    with root.parent.leaf, two parents (root, parent) and one leaf a pass. A pass with
+    nothing pending sorts nothing."""
+    with ErrorWatch() as errors:
+        async with start_scenario(DEEP) as s:
+            assert isinstance(s.core, scheduler.Core)
+            transport = httpx.ASGITransport(app=make_app(s.core))
+            async with httpx.AsyncClient(transport=transport, base_url="http://x") as client:
+                await s.add_nodes("n1", "n2")
+                await s.submit("app-1", queue="root.parent.leaf")
+                m = await families(client)
+                _b, passes_before, _t = histogram(m[SCHEDULING])
+                for level in ("app", "queue"):
+                    assert histogram(m[NODE_SORTING], level)[1] == 0  # nothing pending yet
+                await s.ask("app-1", "work", count=3, memory=10, vcore=1)
+                await s.ask("app-1", "more", count=2, memory=10, vcore=1)
+                assert len(s.rm.allocations) == 5
+                m = await families(client)
+            _b, passes, _t = histogram(m[SCHEDULING])
+            app_buckets, apps, app_total = histogram(m[NODE_SORTING], "app")
+            queue_buckets, queues, queue_total = histogram(m[NODE_SORTING], "queue")
+            assert apps == passes - passes_before >= 2  # one leaf a pass with work
+            assert queues == 2 * apps  # root and parent
+            assert app_buckets["0.0001"] == apps and queue_buckets["0.0001"] == queues
+            assert app_total == queue_total == 0  # the manual clock stands still
+    assert not errors, errors.report()

@@ -319,6 +319,8 @@ class Rm:
         self.outstanding: dict[str, si.AllocationRelease] = {}  # core releases unconfirmed
         self.confirmed: list[si.AllocationRelease] = []  # confirmations sent (and stale)
         self.confirmed_replaced: dict[str, str] = {}  # placeholder uuid -> its real ask
+        # Confirmed, so no longer held: the core echoes each as STOPPED_BY_RM (YuniKorn v1.2)
+        self.echo_due: set[str] = set()
         self.ever_new: dict[str, si.Allocation] = {}  # every uuid seen in ``new``, any time
         self.ph_taken: Counter[str] = Counter()  # placeholder asks taken, by application
         self.ph_placed: Counter[str] = Counter()  # placeholders ever allocated, by app
@@ -344,6 +346,7 @@ class Rm:
         for r in rels:
             del self.outstanding[r.uuid]
             del self.live[r.uuid]
+            self.echo_due.add(r.uuid)
             key = self.replacing.pop(r.uuid, None)
             if key is not None:
                 self.confirmed_replaced[r.uuid] = key
@@ -437,6 +440,16 @@ def absorb(d: Driver, rm: Rm) -> None:
             else:
                 rm.step_reals.append(alloc)
         for rel in aresp.released:
+            if rel.uuid in rm.echo_due and rel.uuid not in rm.live:
+                # YuniKorn v1.2's answer to the RM's own release: STOPPED_BY_RM, whatever
+                # type the RM's confirmation carried.
+                check(
+                    rel.termination_type is si.TerminationType.STOPPED_BY_RM
+                    and rel.message == "allocation remove as per RM request",
+                    f"a confirmation echoed as {rel}",
+                )
+                rm.echo_due.discard(rel.uuid)
+                continue
             check(rel.uuid in rm.live, f"release of an allocation the RM does not hold: {rel}")
             if rel.termination_type in (REPLACED, TIMEOUT):
                 held = rm.live[rel.uuid]
