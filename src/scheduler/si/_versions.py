@@ -7,21 +7,15 @@ would be dropped without a word: SI 1.4 adds ``AllocationRequest.allocations`` (
 which YuniKorn 1.8's RMs send instead of asks), SI 1.5 ``Allocation.allocationID`` (13),
 ``originator`` (14) and ``preemptionPolicy`` (15), and ``AllocationRelease.allocationID`` (7).
 ``newer_fields`` finds them in an RM's request, so the daemon can refuse the request with an
-error naming the SI version it speaks. It looks at the request itself, its releases, its
-nodes' existing allocations, and its asks. No SI version added a field to
-``AllocationAsk`` (v1.3.0 to v1.5.2 have its fields 1 to 12; v1.6.0 drops the message for
-``Allocation``, which the request-level field 4 brings), so an unknown field in an ask
-comes from an RM of no YuniKorn SI, and would be dropped the same way. The asks of a
-request are looked at in one C-level pass (``_any_unknown``) and named only when one has
-any. That look costs about 2,200 instructions an ask (callgrind, 5,000-ask requests; half
-of it protobuf's Python wrapper of each ask), against some 26,800 to decode an ask and
-convert it to ``scheduler.si``: 8% of that step, a small part of an ask's way through
-the daemon.
+error naming the SI version it speaks. It looks at the request itself, its releases and
+its nodes' existing allocations: never at each ask, so the common request pays one look.
+No SI version added a field to ``AllocationAsk`` (v1.3.0 to v1.5.2 have its fields 1 to
+12; v1.6.0 drops the message, and its asks come in the request's field 4), so looking into
+asks would find nothing a YuniKorn RM sends, at some 2,200 instructions an ask.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Final
 
 from google.protobuf import unknown_fields
@@ -54,22 +48,12 @@ def _unknown(message: Message) -> list[str]:
     return [f"{name}.{later.get(n, f'field {n}')}" for n in numbers]
 
 
-def _any_unknown(messages: Iterable[Message]) -> bool:
-    """Whether any of ``messages`` has an unknown field: ``map`` and ``any`` run in C, so an
-    ask costs the look itself and no Python step."""
-    return any(map(len, map(unknown_fields.UnknownFieldSet, messages)))
-
-
 def newer_fields(request: Message) -> list[str]:
     """The fields of ``request`` (an ``AllocationRequest`` or a ``NodeRequest``) that the
     SI we speak does not have, named with the version that added them where known
     (``AllocationRequest.allocations (SI 1.4+; ...)``); empty for a request of our SI."""
     found = _unknown(request)
     if isinstance(request, pb.AllocationRequest):
-        asks = request.asks
-        if asks and _any_unknown(asks):
-            for ask in asks:
-                found.extend(_unknown(ask))
         if request.HasField("releases"):
             for release in request.releases.allocations_to_release:
                 found.extend(_unknown(release))

@@ -1,8 +1,7 @@
 """A request of a newer Scheduler Interface than ours is recognised by the fields protobuf
 keeps as unknown (field numbers from yunikorn-scheduler-interface v1.8.0's si.proto:
 ``AllocationRequest.allocations = 4``, from v1.5.0's: ``Allocation.allocationID = 13``,
-``AllocationRelease.allocationID = 7``; ``AllocationAsk`` has fields 1 to 12 from v1.3.0
-to v1.5.2, and none from v1.6.0)."""
+``AllocationRelease.allocationID = 7``)."""
 
 from __future__ import annotations
 
@@ -57,18 +56,3 @@ def test_allocation_ids_of_si_1_5_are_named_in_releases_and_existing_allocations
 def test_an_unknown_field_of_no_known_version_is_named_by_number() -> None:
     raw = pb.AllocationRequest(rm_id="rm").SerializeToString() + _field(9, b"x")
     assert newer_fields(pb.AllocationRequest.FromString(raw)) == ["AllocationRequest.field 9"]
-
-
-def test_an_unknown_field_inside_an_ask_is_named() -> None:
-    """yunikorn-scheduler-interface v1.3.0 to v1.5.2 si.proto: ``AllocationAsk`` has fields
-    1 to 12 (v1.6.0 drops it for ``Allocation``). A field past them in any ask of a
-    request, the last one of many here, is found and named by number, once."""
-    plain = pb.AllocationAsk(allocation_key="k", application_id="a").SerializeToString()
-    odd = plain + _field(13, b"x")
-    asks = b"".join(_field(1, raw) for raw in (plain, plain, odd, odd))  # field 1: asks
-    request = pb.AllocationRequest.FromString(
-        pb.AllocationRequest(rm_id="rm").SerializeToString() + asks
-    )
-    assert len(request.asks) == 4
-    assert newer_fields(request) == ["AllocationAsk.field 13"]
-    assert newer_fields(pb.AllocationRequest.FromString(_field(1, plain) * 3)) == []
