@@ -11,7 +11,7 @@ error naming the SI version it speaks. It looks at the request itself, its relea
 its nodes' existing allocations: never at each ask, so the common request pays one look.
 No SI version added a field to ``AllocationAsk`` (v1.3.0 to v1.5.2 have its fields 1 to
 12; v1.6.0 drops the message, and its asks come in the request's field 4), so looking into
-asks would find nothing a YuniKorn RM sends, at some 2,200 instructions an ask.
+asks would find nothing a YuniKorn RM sends, and cost a look per ask on the gRPC path.
 """
 
 from __future__ import annotations
