@@ -129,6 +129,7 @@ class Recorder(scheduler.ResourceManagerCallback):
         self.released_asks: list[si.AllocationAskRelease] = []
         self.rejected: list[si.RejectedAllocationAsk] = []
         self.rejected_apps: list[si.RejectedApplication] = []
+        self.echoed: set[str] = set()  # confirmed placeholders the core echoed back
 
     async def update_allocation(self, response: si.AllocationResponse) -> None:
         now = time.perf_counter()
@@ -160,6 +161,14 @@ class Recorder(scheduler.ResourceManagerCallback):
                 else:
                     self.replaced.add(rel.uuid)
                     self.to_confirm.append(rel)
+            elif (
+                rel.termination_type == si.TerminationType.STOPPED_BY_RM
+                and rel.uuid in self.replaced
+                and rel.uuid not in self.echoed
+            ):
+                # YuniKorn v1.2 answers the RM's confirmation: STOPPED_BY_RM, once (a core
+                # from before issue 22 does not, and bench/ab.py runs both)
+                self.echoed.add(rel.uuid)
             else:
                 self.other_releases.append(rel)
         self.released_asks.extend(response.released_asks)

@@ -60,6 +60,10 @@ class GangRM(scheduler.ResourceManagerCallback):
         confirmations = []
         for release in response.released:
             key = self.key_of.get(release.uuid, release.uuid)
+            if release.termination_type == si.TerminationType.STOPPED_BY_RM:
+                # As YuniKorn does, the core answers each release of the RM's, confirmations too
+                print(f"core confirms the RM's release of {key} (STOPPED_BY_RM)")
+                continue
             print(f"core releases {key} ({release.termination_type.name})")
             if release.termination_type == replaced:
                 # A real RM stops the placeholder's pod here, then confirms.

@@ -43,6 +43,7 @@ EXPECTED: dict[str, list[str]] = {
         "application gang-app is Starting",
         "core releases ph-0 (PLACEHOLDER_REPLACED)",
         "RM confirms the release of ph-0",
+        "core confirms the RM's release of ph-0 (STOPPED_BY_RM)",
         "allocated real worker-",
         "applicationState: Running",
         "placeholderData: {'taskGroupName': 'workers', 'count': 3, "
