@@ -20,6 +20,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import msgspec
 import pytest
 
 import scheduler
@@ -38,6 +39,7 @@ SCRIPTS = [
     "bench_outstanding.py",
     "bench_preemption.py",
     "bench_recovery.py",
+    "bench_simulate.py",
 ]
 # The scripts run on the package this test run imports: src/ here, the installed compiled
 # build in ``nox -s tests_compiled``.
@@ -478,6 +480,57 @@ def test_recovery_fails_a_run_that_lost_an_allocation() -> None:
 
     with pytest.raises(recovery.BenchError, match="5 allocations, not 6"):
         asyncio.run(lose_one())
+
+
+def test_simulate_reports_each_repeat_and_the_median_rate_for_ab(tmp_path: Path) -> None:
+    done, doc = run_script("bench_simulate.py", tmp_path / "out.json", "--repeats", "2")
+    assert done.returncode == 0, done.stderr
+    labels = re.findall(r"^\[(\d)/2\] 200 nodes, 2,000 pods, repeat (\d)/2: ", done.stderr, re.M)
+    assert labels == [("1", "1"), ("2", "2")]
+    assert (doc["nodes"], doc["pods"], doc["seed"], doc["repeats"]) == (200, 2_000, 1, 2)
+    assert doc["build"] in ("pure", "compiled")
+    runs = doc["runs"]
+    assert len(runs) == 2
+    for once in runs:
+        assert once["pods_placed"] == once["pods_finished"] == once["pods_submitted"] > 0
+        assert once["pods_per_wall_second"] == pytest.approx(
+            once["pods_placed"] / once["wall_seconds"]
+        )
+        assert once["jobs_finished"] == once["jobs"] and once["gangs_whole"] == once["gangs"]
+        assert once["load_before"] is not None and once["load_after"] is not None
+    # the same seed plays the same pods each repeat
+    assert runs[0]["pods_placed"] == runs[1]["pods_placed"]
+    assert 0 < doc["pods_per_s"] <= doc["pods_per_s_best"]
+    assert 0 < doc["wall_seconds_best"] <= doc["wall_seconds"]
+    assert doc["load_min"] <= doc["load_max"]
+    assert set(doc["targets"]) == {"pods_per_s"}
+    assert doc["targets"]["pods_per_s"]["value"] == doc["pods_per_s"]
+    assert set(ab_rates(doc)) == {"pods_per_s"}  # the median, not each repeat's
+    assert "pods/s" in done.stdout and "median" in done.stdout and "best" in done.stdout
+
+
+def test_simulate_fails_a_run_that_breaks_a_check() -> None:
+    simulate = bench_module("bench_simulate")
+    from scheduler.simulate import parse_scenario, run_scenario, summarize
+
+    scenario = parse_scenario(simulate.scenario_text(4, 40, 1), source="test")
+    summary = summarize(asyncio.run(run_scenario(scenario)))
+    simulate.check(summary)  # a good run
+    bad = msgspec.structs.replace(
+        summary,
+        checks=msgspec.structs.replace(
+            summary.checks,
+            over_capacity=["node-1 at 60s: used > capacity"],
+            partial_gangs=["spark-1"],
+            all_finished=False,
+        ),
+    )
+    with pytest.raises(simulate.BenchError) as failed:
+        simulate.check(bad)
+    message = str(failed.value)
+    assert "1 over-capacity breaches: node-1 at 60s" in message
+    assert "1 gangs ran partial: spark-1" in message
+    assert "not every job finished" in message
 
 
 def test_profile_puts_every_sample_in_a_category(tmp_path: Path) -> None:
