@@ -221,15 +221,15 @@ class ApplicationActor(GangFlows, PreemptionFlows, Actor):
             )
             return
         p = self.partition
-        if (
-            termination is REPLACED
-            and alloc.release_pending is REPLACED
-            and self.confirm_replacement(alloc)
-        ):
-            # The handshake that waited for this swaps it as its own turn; the echo goes
-            # now, before the real allocation, as YuniKorn sends the two.
-            p.outbox.release(alloc, _STOPPED_BY_RM, message)
-            return
+        if termination is REPLACED and alloc.release_pending is REPLACED:
+            first = self.confirm_replacement(alloc)
+            if first is not None:
+                # The handshake that waited for this swaps it as its own turn; the echo
+                # goes now, before the real allocation, as YuniKorn sends the two; once:
+                # a second confirmation before the swap takes nothing away.
+                if first:
+                    p.outbox.release(alloc, _STOPPED_BY_RM, message)
+                return
         p.free_on_node(alloc)
         self.drop_allocation(alloc)
         p.outbox.release(alloc, _STOPPED_BY_RM, message)

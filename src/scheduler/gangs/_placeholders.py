@@ -265,14 +265,15 @@ class GangFlows:
         else:
             self._replacement_fell_through(rep)
 
-    def confirm_replacement(self, alloc: Allocation) -> bool:
-        """The RM confirmed a ``PLACEHOLDER_REPLACED`` release: True if a handshake waited
-        for it (and now goes on); a confirmation nobody awaits changes nothing here."""
+    def confirm_replacement(self, alloc: Allocation) -> bool | None:
+        """The RM confirmed a ``PLACEHOLDER_REPLACED`` release. None: no handshake waits for
+        it (the caller releases it as any other). True: this confirmation settled the
+        handshake, which goes on as its own turn. False: an earlier one did; this one
+        changes nothing (the RM sent it twice before the swap)."""
         rep = self.app.replacing.get(alloc.uuid)
         if rep is None:
-            return False
-        rep.confirmed.resolve(True)  # a second confirmation finds it settled: a no-op
-        return True
+            return None
+        return rep.confirmed.resolve(True)
 
     def _watch_handshakes(self, delay: float) -> None:
         """One timer per application watches the bound of all its open handshakes (a

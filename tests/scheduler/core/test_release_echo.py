@@ -108,3 +108,24 @@ async def test_confirmed_placeholder_releases_are_echoed_before_the_real_allocat
     for ph in phs:
         [real] = [a for a in driver.allocs("gang") if not a.placeholder and a.node_id == ph.node_id]
         assert response_of("released", ph.allocation_key) <= response_of("new", real.allocation_key)
+
+
+async def test_a_placeholder_confirmed_twice_before_its_swap_is_echoed_once(
+    driver: Driver,
+) -> None:
+    """The RM sends its confirmation twice before the core swapped the placeholder: the
+    second takes nothing away (YuniKorn v1.2's ``removeAllocation`` finds the placeholder
+    gone and answers nothing), so one echo, and one real allocation per placeholder."""
+    await driver.nodes(node("n1"))
+    [ph] = await placed_gang(driver, "gang", 1)
+    await driver.asks(*reals("gang", 1))
+    await driver.settle()
+    [asked] = driver.rm.released
+    await confirm(driver, [asked, asked])  # twice in one request: before the swap
+    await confirm(driver, [asked])  # and once more after it
+    await driver.settle()
+    assert echoes(driver)[1:] == [(ph.uuid, STOPPED, AS_PER_RM)]
+    [real] = [a for a in driver.allocs("gang") if not a.placeholder]
+    assert real.node_id == ph.node_id
+    held = {name: q.value for name, q in real.resource_per_alloc.resources.items()}
+    assert (await driver.core.get_node("default", "n1"))["allocated"] == held  # freed once
