@@ -98,6 +98,7 @@ async def test_each_scenario_of_the_suite_holds_its_checks(name: str) -> None:
         assert summary.preemptions > 0 and c.guarantees_reached["root.interactive"]
     if name == "large-gang-small-jobs":
         assert c.gangs_whole == 1
+        assert summary.gang_wait.max > 300  # it waited for the full cluster to make room
     if name == "deep-backlog":
         assert summary.pending_time.p90 > 60  # a backlog: pods wait
 
