@@ -153,8 +153,11 @@ def simulate(
     """Play a scenario against the core on virtual time and write its report folder.
 
     Without a SCENARIO it plays the built-in one: a few hundred nodes, three queues with
-    guarantees, Spark-like gangs, batch jobs and a node failure. Exit status: 0 when the
-    run's checks hold, 1 when one does not, 2 for a scenario it cannot play.
+    guarantees, Spark-like gangs, batch jobs and a node failure. With --replay FILE it
+    plays a recording of 'scheduler serve --record' instead and reports the decisions that
+    differ from the recorded ones. Exit status: 0 when the run's checks hold (or every
+    replayed decision is the same), 1 when one does not, 2 for a scenario or recording it
+    cannot play.
     """
     sinks = ctx.obj
     if verbose and hasattr(sinks, "configure"):
