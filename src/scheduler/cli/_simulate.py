@@ -9,6 +9,8 @@ come through the typer context's object, which the app's callback sets).
 from __future__ import annotations
 
 import asyncio
+import math
+import os
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -16,9 +18,10 @@ import msgspec
 import typer
 from rich.console import Console
 
-from scheduler._errors import SchedulerError
+from scheduler._errors import ConfigError, SchedulerError
 from scheduler.cli._live import LiveView
 from scheduler.config._duration import parse_duration
+from scheduler.config._parser import parse_config
 from scheduler.config._quantity import format_resources
 from scheduler.simulate import (
     RunResult,
@@ -155,19 +158,25 @@ def simulate(
     Without a SCENARIO it plays the built-in one: a few hundred nodes, three queues with
     guarantees, Spark-like gangs, batch jobs and a node failure. With --replay FILE it
     plays a recording of 'scheduler serve --record' instead and reports the decisions that
-    differ from the recorded ones. Exit status: 0 when the run's checks hold (or every
-    replayed decision is the same), 1 when one does not, 2 for a scenario or recording it
-    cannot play.
+    differ from the recorded ones. Exit status: 0 when no node went over its capacity
+    and no gang ran with part of its members (the report's other checks, such as every job
+    finished, say how the workload fared and do not change it), or when every replayed
+    decision is the same; 1 when not; 2 for a scenario or recording it cannot play, or a
+    report folder it cannot write.
     """
     sinks = ctx.obj
     if verbose and hasattr(sinks, "configure"):
         sinks.configure(True, None)
     err = Console(stderr=True)
+    if not math.isfinite(speed):
+        raise typer.BadParameter(f"--speed must be a finite number, got {speed}")
     if replay_file is not None:
         if scenario_file is not None:
             raise typer.BadParameter("give a SCENARIO or --replay FILE, not both")
         _replay(replay_file, rotated, queues, out, err)
         return
+    if queues is not None or rotated:
+        raise typer.BadParameter("--queues and --rotated go with --replay FILE")
     try:
         scenario = load_scenario(scenario_file) if scenario_file else builtin_scenario()
         scenario = with_overrides(scenario, seed=seed, duration=_duration(duration))
@@ -177,6 +186,7 @@ def simulate(
     except ScenarioError as exc:
         err.print(str(exc), markup=False, highlight=False, soft_wrap=True)
         raise typer.Exit(2) from None
+    _check_out(out, err)
     show = progress if progress is not None else err.is_terminal
     results: list[RunResult] = []
     try:
@@ -185,8 +195,8 @@ def simulate(
     except ScenarioError as exc:
         err.print(str(exc), markup=False, highlight=False, soft_wrap=True)
         raise typer.Exit(2) from None
-    except OSError as exc:  # --connect: the daemon cannot be reached
-        err.print(f"scheduler simulate: {exc}", markup=False, highlight=False)
+    except (OSError, SchedulerError) as exc:  # --connect: a bad address, or no daemon there
+        err.print(f"scheduler simulate: {exc}", markup=False, highlight=False, soft_wrap=True)
         raise typer.Exit(2) from None
     path = write_summary(results, out)
     summaries = [summarize(r) for r in results]
@@ -202,6 +212,29 @@ def simulate(
         stdout.print(f"report: {out / 'index.html'} (and report.md, summary.json)", soft_wrap=True)
     if not all(_checks_hold(s) for s in summaries):
         raise typer.Exit(1)
+
+
+def _check_out(out: Path, err: Console) -> None:
+    """``--out`` must be a folder this process can make (or has) and write in: said
+    before a run that could take minutes, never as a traceback after it. Nothing is made
+    here: a run that fails leaves no folder behind."""
+    problem = ""
+    if out.exists():
+        if not out.is_dir():
+            problem = "that is a file; name a folder (it is made if missing)"
+        elif not os.access(out, os.W_OK | os.X_OK):
+            problem = "cannot write in that folder"
+    else:
+        parent = out.absolute().parent
+        while not parent.exists():
+            parent = parent.parent
+        if not parent.is_dir():
+            problem = f"cannot make the folder: {parent} is a file"
+        elif not os.access(parent, os.W_OK | os.X_OK):
+            problem = f"cannot make the folder: cannot write in {parent}"
+    if problem:
+        err.print(f"scheduler simulate: --out {out}: {problem}", markup=False, soft_wrap=True)
+        raise typer.Exit(2)
 
 
 def _play(
@@ -232,10 +265,19 @@ def _replay(path: Path, rotated: bool, queues: Path | None, out: Path, err: Cons
     exit 1 when a decision differs, 2 when the recording cannot be played."""
     try:
         config = queues.read_text() if queues is not None else None
-        report = asyncio.run(replay(path, rotated=rotated, config=config))
-    except OSError as exc:
-        err.print(f"scheduler simulate: --queues {queues}: {exc.strerror}", markup=False)
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) else "not a text file"
+        err.print(f"scheduler simulate: --queues {queues}: {reason}", markup=False)
         raise typer.Exit(2) from None
+    if config is not None:
+        try:  # every problem said before playing, not as differences after it
+            parse_config(config)
+        except ConfigError as exc:
+            err.print(f"scheduler simulate: --queues {queues}: {exc}", markup=False, soft_wrap=True)
+            raise typer.Exit(2) from None
+    _check_out(out, err)
+    try:
+        report = asyncio.run(replay(path, rotated=rotated, config=config))
     except SchedulerError as exc:
         err.print(f"scheduler simulate: {exc}", markup=False, highlight=False, soft_wrap=True)
         raise typer.Exit(2) from None

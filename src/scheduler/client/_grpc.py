@@ -35,6 +35,7 @@ from scheduler.client._native import (
     expect,
     is_remote_error,
     overridden,
+    port_of,
     remote_error,
 )
 from scheduler.client._reconnect import Reconnect, Recover
@@ -104,8 +105,9 @@ async def connect_grpc(
     TLS, trusting the CA file ``tls`` or the system's trust store); leaving the block
     closes the connection. Raises as ``scheduler.client.connect`` does."""
     parts = urlsplit(target)
-    if parts.scheme not in ("grpc", "grpcs") or not parts.hostname or parts.port is None:
+    if parts.scheme not in ("grpc", "grpcs"):
         raise SchedulerError(f"target {target!r}: say grpc://host:port (or grpcs://)")
+    port = port_of(parts, target, "grpc://host:port (or grpcs://)")
     if parts.scheme == "grpc" and tls is not None:
         raise SchedulerError(f"target {target!r}: tls= is for grpcs:// targets")
     credentials = (
@@ -113,10 +115,11 @@ async def connect_grpc(
         if parts.scheme == "grpcs"
         else None
     )
-    host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+    hostname = parts.hostname or ""
+    host = f"[{hostname}]" if ":" in hostname else hostname
     remote = GrpcRemoteCore(
         target,
-        f"{host}:{parts.port}",
+        f"{host}:{port}",
         token=token,
         max_frame=max_frame,
         timeout=timeout,

@@ -11,7 +11,7 @@ import itertools
 import ssl
 from collections.abc import AsyncIterator
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 import anyio
 from anyio.abc import ByteStream
@@ -71,6 +71,7 @@ __all__ = [
     "expect",
     "is_remote_error",
     "overridden",
+    "port_of",
     "remote_error",
 ]
 
@@ -117,20 +118,30 @@ def _tls_reason(exc: BaseException | None) -> str:
     return f"TLS failed: {getattr(exc, 'reason', None) or exc}"
 
 
+def port_of(parts: SplitResult, target: str, form: str) -> int:
+    """The port of a ``scheme://host:port`` target; a missing host or port, or one outside
+    0 to 65535, is a ``SchedulerError`` that shows the ``form`` to write."""
+    try:
+        port = parts.port
+    except ValueError:  # urllib's "Port out of range", or not a number
+        port = None
+    if not parts.hostname or port is None:
+        raise SchedulerError(f"target {target!r}: say {form}, with a port from 0 to 65535")
+    return port
+
+
 async def _open(target: str, timeout: float, tls: TLSArg = None) -> ByteStream:
     parts = urlsplit(target)
     try:
         with anyio.fail_after(timeout):
             if parts.scheme == "tcp":
-                if not parts.hostname or parts.port is None:
-                    raise SchedulerError(f"target {target!r}: say tcp://host:port")
-                return await anyio.connect_tcp(parts.hostname, parts.port)
+                port = port_of(parts, target, "tcp://host:port")
+                return await anyio.connect_tcp(parts.hostname or "", port)
             if parts.scheme == "tls":
-                if not parts.hostname or parts.port is None:
-                    raise SchedulerError(f"target {target!r}: say tls://host:port")
+                port = port_of(parts, target, "tls://host:port")
                 return await anyio.connect_tcp(
-                    parts.hostname,
-                    parts.port,
+                    parts.hostname or "",
+                    port,
                     ssl_context=client_context(tls),
                     tls_standard_compatible=False,
                 )

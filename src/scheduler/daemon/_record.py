@@ -219,9 +219,10 @@ def read_records(path: Path) -> Iterator[Record]:
     """The records of one file, in order.
 
     Raises:
-        SchedulerError: the file cannot be read, is not a recording, or a record is
-            malformed (named by its position); a file cut short in its last record (the
-            daemon was killed) ends there without an error.
+        SchedulerError: the file cannot be read, is not a recording (no header first, or
+            no whole record at all), or a record is malformed (named by its position); a
+            file cut short in its last record (the daemon was killed) ends there without
+            an error.
     """
     reader = FrameReader(1 << 31)
     first = True
@@ -243,7 +244,13 @@ def read_records(path: Path) -> Iterator[Record]:
     except OSError as exc:
         raise SchedulerError(f"cannot read the recording {path}: {exc.strerror}") from None
     except WireError as exc:
+        if first:  # not even a header: some other file
+            raise SchedulerError(f"{path} is not a recording of scheduler serve --record") from None
         raise SchedulerError(f"{path}: {exc}") from None
+    if first:  # empty, or a text the frame reader took for a first frame cut short
+        raise SchedulerError(
+            f"{path} is not a recording of scheduler serve --record (it holds no whole record)"
+        )
 
 
 # ============================================================================ writing

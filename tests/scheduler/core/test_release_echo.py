@@ -127,5 +127,6 @@ async def test_a_placeholder_confirmed_twice_before_its_swap_is_echoed_once(
     assert echoes(driver)[1:] == [(ph.uuid, STOPPED, AS_PER_RM)]
     [real] = [a for a in driver.allocs("gang") if not a.placeholder]
     assert real.node_id == ph.node_id
+    assert real.resource_per_alloc is not None
     held = {name: q.value for name, q in real.resource_per_alloc.resources.items()}
     assert (await driver.core.get_node("default", "n1"))["allocated"] == held  # freed once

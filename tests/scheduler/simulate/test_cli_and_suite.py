@@ -157,3 +157,44 @@ def test_replay_writes_replay_json_and_exits_1_when_a_decision_differs(tmp_path:
 
     missing = CliRunner().invoke(app, ["simulate", "--replay", str(tmp_path / "nope.rec")])
     assert missing.exit_code == 2 and "no recording at" in missing.output
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["--out", "{file}"], "--out {file}: that is a file; name a folder"),
+        (["--out", "{file}/sub"], "--out {file}/sub: cannot make the folder: {file} is a file"),
+        (["--connect", "nonsense"], "the scheme must be tcp://, unix:// or grpc://"),
+        (["--connect", "tcp://127.0.0.1:99999"], "with a port from 0 to 65535"),
+        (["--connect", "grpc://127.0.0.1:70000"], "with a port from 0 to 65535"),
+        (["--speed", "inf"], "--speed must be a finite number"),
+        (["--queues", "{file}"], "--queues and --rotated go with --replay FILE"),
+    ],
+)
+def test_bad_options_exit_2_with_what_was_wrong(tmp_path: Path, args: list[str], said: str) -> None:
+    """A tester's finds: each of these was a traceback (exit 1), or was ignored."""
+    path = tmp_path / "tiny.yaml"
+    path.write_text(TINY)
+    a_file = tmp_path / "a-file"
+    a_file.write_text("not a folder")
+    args = [a.format(file=a_file) for a in args]
+    out = ["--out", str(tmp_path / "report")] if "--out" not in args else []
+    result = CliRunner().invoke(app, ["simulate", str(path), *out, "--no-progress", *args])
+    assert result.exit_code == 2, result.output
+    assert said.format(file=a_file) in " ".join(result.output.split()), result.output
+    assert "Traceback" not in result.output
+
+
+def test_replay_with_a_bad_queues_file_exits_2_before_playing(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(
+        "partitions:\n  - name: default\n    queues:\n      - name: root\n        queues:\n"
+        "          - name: a\n            resources: {max: {memory: lots}}\n"
+    )
+    recording = tmp_path / "si.rec"
+    recording.write_bytes(b"")
+    args = ["simulate", "--replay", str(recording), "--queues", str(bad), "--out", str(tmp_path)]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2, result.output
+    said = " ".join(result.output.split())
+    assert f"--queues {bad}:" in said and "lots" in said, said

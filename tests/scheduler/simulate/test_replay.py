@@ -182,3 +182,19 @@ async def test_not_a_recording_is_a_clear_error(tmp_path: Path) -> None:
     junk.write_bytes(b"\x00\x00\x00\x03abc")
     with pytest.raises(SchedulerError, match=re.escape(f"{junk}: a malformed record")):
         await replay(junk)
+
+
+@pytest.mark.parametrize(
+    "content",
+    [b"", b"name: tiny\nduration: 10m\n", b"abc", bytes(range(256)) * 4],
+    ids=["empty", "a scenario file", "three bytes", "binary"],
+)
+async def test_a_file_that_is_no_recording_is_said_to_be_none(
+    tmp_path: Path, content: bytes
+) -> None:
+    """Empty, text or random bytes: never an IndexError or a frame-size complaint, but what
+    the file is not (a tester's find: the replay indexed its first record)."""
+    path = tmp_path / "si.rec"
+    path.write_bytes(content)
+    with pytest.raises(SchedulerError, match="is not a recording of scheduler serve --record"):
+        await replay(path)
