@@ -576,7 +576,12 @@ class _Link:
         except ssl.SSLError as exc:  # e.g. mutual TLS: the daemon wants a client certificate
             kind, reason = "refused", _tls_reason(exc)
         except WireError as exc:
-            reason = f"bad frame from the daemon: {exc}"
+            reason = (
+                f"bad frame from the daemon: {exc}"
+                if self.welcome.done()
+                else f"no scheduler daemon's native transport there: its first bytes are no "
+                f"frame of ours ({exc}); an --http or --grpc address?"
+            )
         except OSError as exc:
             reason = f"the connection broke: {exc.strerror or exc}"
         finally:
