@@ -147,3 +147,18 @@ def test_the_built_in_scenario_and_the_suite_read() -> None:
     assert len(files) == 5
     for f in files:
         assert load_scenario(f).workloads
+
+
+def test_numbers_and_durations_read_every_form_yaml_gives_an_int() -> None:
+    s = parse_scenario(
+        GOOD.replace("duration: 1h30m", "duration: 0x10")
+        .replace("fixed: [0s, 90]", "fixed: [0b1, 0x10]")
+        .replace("sigma: 0.3", "sigma: 0x10")
+        .replace("kind: batch,", "kind: batch, priority: 0x10,"),
+        source="s.yaml",
+    )
+    jobs, spark = s.workloads
+    assert s.duration == 16.0 and jobs.arrivals.fixed == (1.0, 16.0)
+    assert jobs.job.priority == 16
+    assert spark.job.runtime is not None and spark.job.runtime.b == 16.0
+
