@@ -442,7 +442,7 @@ class _Reader:
             raise fail(join(path, "gang.style"), gk.get("style"), "expected Hard or Soft")
         pk = mapping(keys.get("preemption"), join(path, "preemption"), _PREEMPTION)
         priority = number(keys.get("priority"), join(path, "priority"))
-        if priority != int(priority) or abs(priority) > 2**31 - 1:
+        if priority != int(priority) or not -(2**31) <= priority <= 2**31 - 1:
             raise fail(join(path, "priority"), keys.get("priority"), "expected a 32-bit integer")
         driver = resources(keys.get("driver"), join(path, "driver"), "driver resource") or resource
         return JobSpec(

@@ -162,3 +162,13 @@ def test_numbers_and_durations_read_every_form_yaml_gives_an_int() -> None:
     assert jobs.job.priority == 16
     assert spark.job.runtime is not None and spark.job.runtime.b == 16.0
 
+
+def test_a_priority_takes_the_int32_range_exactly() -> None:
+    def priority(value: str) -> str:
+        return GOOD.replace("kind: batch,", f"kind: batch, priority: {value},")
+
+    assert parse_scenario(priority("-2147483648")).workloads[0].job.priority == -(2**31)
+    assert parse_scenario(priority("2147483647")).workloads[0].job.priority == 2**31 - 1
+    for outside in ("-2147483649", "2147483648"):
+        e = problem(priority(outside))
+        assert e.line == 17 and "expected a 32-bit integer" in e.message
