@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Final
 
 import yaml
-from yaml.nodes import MappingNode, Node, ScalarNode
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from scheduler._errors import ConfigError
 from scheduler.config._duration import parse_duration
@@ -27,6 +27,7 @@ from scheduler.config._reader import (
     join,
     mapping,
     number,
+    pairs,
     resources,
     seq,
     str_map,
@@ -51,6 +52,7 @@ from scheduler.simulate._model import (
     Shim,
     Workload,
 )
+from scheduler.simulate._shim import PARTITION
 
 __all__ = ["builtin_scenario", "load_scenario", "parse_scenario"]
 
@@ -279,7 +281,7 @@ class _Reader:
                 raise fail(join(path, "queues"), inline, "expected a queues.yaml mapping")
             body, line0, col0 = self._slice(inline)
             try:
-                parse_config(body)
+                _check_partitions(body)
             except ConfigError as exc:
                 at = _AT.match(str(exc))
                 if at is None:
@@ -301,7 +303,7 @@ class _Reader:
                     join(path, "queues_file"), file, f"cannot read {str(where)!r}: {reason}"
                 ) from None
             try:
-                parse_config(body)
+                _check_partitions(body)
             except ConfigError as exc:
                 raise _located(exc, str(where)) from None
             return body
@@ -517,6 +519,30 @@ class _Reader:
             raise fail(join(path, kind) + ".group", nk["group"], f"no node group {group!r}")
         count = self._count(nk.get("count"), join(path, kind) + ".count") if "count" in nk else 1
         return ClusterEvent(at=at, kind=kind, group=group, count=count)
+
+
+def _check_partitions(body: str) -> None:
+    """``body`` checked by the core's parser, and refused unless it has the partition the
+    simulated RM plays (``PARTITION``): its apps and nodes would go to no partition."""
+    names = [p.name for p in parse_config(body).partitions]
+    if PARTITION in names:
+        return
+    place: Node | None = None
+    document = compose(body)
+    if isinstance(document, MappingNode):
+        place = pairs(document, "").get("partitions", (None, None))[1]
+        if isinstance(place, SequenceNode) and place.value:
+            first = place.value[0]
+            if isinstance(first, MappingNode) and "name" in pairs(first, ""):
+                place = pairs(first, "")["name"][1]
+    which = ", ".join(repr(n) for n in names)
+    them = "name it" if len(names) == 1 else "name one of them"
+    raise fail(
+        "partitions",
+        place,
+        f"scheduler simulate plays the partition {PARTITION!r}; this configuration has "
+        f"{which}: {them} {PARTITION}",
+    )
 
 
 def _is_list(node: Node | None) -> bool:

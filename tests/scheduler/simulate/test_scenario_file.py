@@ -172,3 +172,31 @@ def test_a_priority_takes_the_int32_range_exactly() -> None:
     for outside in ("-2147483649", "2147483648"):
         e = problem(priority(outside))
         assert e.line == 17 and "expected a 32-bit integer" in e.message
+
+
+OTHER = "partitions:\n  - name: other\n    queues:\n      - name: root\n"
+
+
+def test_a_configuration_without_the_default_partition_is_refused(tmp_path: Path) -> None:
+    inline = "queues:\n" + "".join("  " + line + "\n" for line in OTHER.splitlines())
+    text = GOOD + inline
+    e = problem(text)
+    assert "plays the partition 'default'" in e.message
+    assert "has 'other': name it default" in e.message
+    assert text.splitlines()[e.line - 1][e.column - 1 :] == "other"
+    root = "queues: [{name: root}]"
+    entry = (
+        "configurations:\n  - name: c\n"
+        f"    queues: {{partitions: [{{name: b, {root}}}, {{name: c, {root}}}]}}\n"
+    )
+    e = problem(GOOD + entry)
+    assert "has 'b', 'c': name one of them default" in e.message
+    assert (GOOD + entry).splitlines()[e.line - 1][e.column - 1 :].startswith("b, queues")
+    (tmp_path / "q.yaml").write_text(OTHER)
+    (tmp_path / "s.yaml").write_text(GOOD + "queues_file: q.yaml\n")
+    with pytest.raises(ScenarioError) as caught:
+        load_scenario(tmp_path / "s.yaml")
+    assert caught.value.source.endswith("q.yaml")
+    assert (caught.value.line, caught.value.column) == (2, 11)
+    two = f"queues: {{partitions: [{{name: other, {root}}}, {{name: Default, {root}}}]}}\n"
+    assert "Default" in parse_scenario(GOOD + two, source="s.yaml").configurations[0].queues
