@@ -11,6 +11,7 @@ has the full format.
 from __future__ import annotations
 
 import re
+import stat
 from importlib import resources as package_files
 from pathlib import Path
 from typing import Final
@@ -19,7 +20,7 @@ import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from scheduler._errors import ConfigError
-from scheduler.config._duration import parse_duration
+from scheduler.config._duration import format_duration, parse_duration
 from scheduler.config._parser import DEFAULT_SCHEDULER_CONFIG, parse_config
 from scheduler.config._reader import (
     fail,
@@ -54,7 +55,29 @@ from scheduler.simulate._model import (
 )
 from scheduler.simulate._shim import PARTITION
 
-__all__ = ["builtin_scenario", "load_scenario", "parse_scenario"]
+__all__ = [
+    "MAX_JOBS",
+    "MAX_JOBS_PER_WORKLOAD",
+    "MAX_NODES",
+    "MAX_PODS",
+    "MAX_SAMPLES",
+    "MAX_TICKS",
+    "builtin_scenario",
+    "check_limits",
+    "load_scenario",
+    "parse_scenario",
+]
+
+# What one run may ask for, so that a typo (a duration in ms taken as seconds, a rate per
+# second meant per hour) is refused at load rather than hanging the run or filling the
+# memory without a word. Each is well above what the suite and the benchmark play (the
+# benchmark: 5,000 nodes, two virtual hours in 1 s ticks, about 100,000 pods).
+MAX_TICKS: Final = 10_000_000  # virtual ticks played: duration / tick
+MAX_SAMPLES: Final = 100_000  # queue samples kept: duration / sample_every
+MAX_NODES: Final = 100_000  # nodes of all groups, with those events add
+MAX_JOBS_PER_WORKLOAD: Final = 1_000_000  # fixed times + burst counts + rate x window
+MAX_JOBS: Final = 2_000_000  # jobs planned by the whole scenario
+MAX_PODS: Final = 10_000_000  # pods planned by the whole scenario: jobs x pods
 
 _AT: Final = re.compile(r"^(?P<message>.*) \(line (?P<line>\d+), column (?P<column>\d+)\)$", re.S)
 _RATE: Final = re.compile(r"^\s*(?P<n>[0-9]*\.?[0-9]+)\s*/\s*(?P<unit>s|sec|m|min|h|hour)\s*$")
@@ -127,9 +150,95 @@ def parse_scenario(
 ) -> Scenario:
     """A scenario from YAML text; ``base`` is where ``queues_file`` paths start."""
     try:
-        return _Reader(content, source, base or Path.cwd()).scenario()
+        scenario = _Reader(content, source, base or Path.cwd()).scenario()
     except ConfigError as exc:
         raise _located(exc, source) from None
+    check_limits(scenario)
+    return scenario
+
+
+def check_limits(scenario: Scenario) -> None:
+    """Refuse a scenario that asks more than one run may (``MAX_TICKS``, ``MAX_SAMPLES``,
+    ``MAX_NODES``, ``MAX_JOBS_PER_WORKLOAD``, ``MAX_JOBS``, ``MAX_PODS``). Loading calls it;
+    call it again after ``with_overrides`` (``--duration`` changes the ticks and samples).
+
+    Raises:
+        ScenarioError: at the line and column of the value that crosses a limit, naming the
+            limit and what to change.
+    """
+    s = scenario
+
+    def refuse(keys: tuple[str, ...], message: str) -> ScenarioError:
+        line, column = next((s.places[k] for k in keys if k in s.places), (0, 0))
+        return ScenarioError(message, source=s.source, line=line, column=column)
+
+    duration = format_duration(s.duration)
+    ticks = s.duration / s.tick
+    if ticks > MAX_TICKS:
+        raise refuse(
+            ("tick", "duration"),
+            f"a duration of {duration} in ticks of {format_duration(s.tick)} is "
+            f"{ticks:,.0f} ticks; at most {MAX_TICKS:,} (MAX_TICKS) are played: "
+            "shorten the duration or lengthen the tick",
+        )
+    samples = s.duration / s.sample_every
+    if samples > MAX_SAMPLES:
+        raise refuse(
+            ("sample_every", "duration"),
+            f"a duration of {duration} sampled every {format_duration(s.sample_every)} is "
+            f"{samples:,.0f} samples; at most {MAX_SAMPLES:,} (MAX_SAMPLES) are kept: "
+            "sample less often or shorten the duration",
+        )
+    nodes = 0
+    counted = [(f"nodes[{i}]", g.count) for i, g in enumerate(s.nodes)]
+    counted += [
+        (f"events[{i}]", e.count) for i, e in enumerate(s.events) if e.kind == "nodes_added"
+    ]
+    for key, count in counted:
+        nodes += count
+        if nodes > MAX_NODES:
+            raise refuse(
+                (key,),
+                f"{nodes:,} nodes by here (the node groups' and those events add); at most "
+                f"{MAX_NODES:,} (MAX_NODES) are simulated: use fewer nodes, or larger ones",
+            )
+    jobs = pods = 0
+    for i, w in enumerate(s.workloads):
+        planned: list[tuple[str, float, str]] = [
+            (f"workloads[{i}].fixed", len(w.arrivals.fixed), "fixed times")
+        ]
+        planned += [
+            (f"workloads[{i}].poisson[{j}]", p.rate * (p.until - p.start), "Poisson arrivals")
+            for j, p in enumerate(w.arrivals.poisson)
+        ]
+        planned += [
+            (f"workloads[{i}].burst[{j}]", b.count, "jobs in a burst")
+            for j, b in enumerate(w.arrivals.bursts)
+        ]
+        own = 0.0
+        for key, many, what in planned:
+            own += many
+            if own > MAX_JOBS_PER_WORKLOAD:
+                raise refuse(
+                    (key, f"workloads[{i}]"),
+                    f"workload {w.name!r} plans {own:,.0f} jobs by here ({many:,.0f} {what}); "
+                    f"at most {MAX_JOBS_PER_WORKLOAD:,} per workload (MAX_JOBS_PER_WORKLOAD): "
+                    "lower the count or the rate, or shorten the window",
+                )
+            if jobs + own > MAX_JOBS:
+                raise refuse(
+                    (key, f"workloads[{i}]"),
+                    f"the workloads plan {jobs + own:,.0f} jobs by here; at most {MAX_JOBS:,} "
+                    "in a scenario (MAX_JOBS): lower the counts or the rates",
+                )
+        jobs += int(own)
+        pods += int(own) * w.job.pods
+        if pods > MAX_PODS:
+            raise refuse(
+                (f"workloads[{i}].pods", f"workloads[{i}]"),
+                f"the workloads plan {pods:,} pods by here (jobs x pods); at most "
+                f"{MAX_PODS:,} in a scenario (MAX_PODS): fewer pods per job, or fewer jobs",
+            )
 
 
 def _located(exc: ConfigError, source: str) -> ScenarioError:
@@ -146,6 +255,7 @@ class _Reader:
         self.content = content
         self.source = source
         self.base = base
+        self.places: dict[str, tuple[int, int]] = {}  # Scenario.places
 
     def scenario(self) -> Scenario:
         try:
@@ -198,6 +308,14 @@ class _Reader:
             self._event(e, f"events[{i}]", set(names))
             for i, e in enumerate(seq(top.get("events"), "events"))
         )
+        for key in ("duration", "tick", "sample_every"):
+            self._place(key, top.get(key))
+        for i, entry in enumerate(seq(top["nodes"], "nodes")):
+            self._place(f"nodes[{i}]", _value(entry, "count"))
+        event_nodes = seq(top.get("events"), "events")
+        for i, k in enumerate(sorted(range(len(events)), key=lambda k: events[k].at)):
+            kind = _value(event_nodes[k], events[k].kind)
+            self._place(f"events[{i}]", _value(kind, "count") if kind else event_nodes[k])
         shim_keys = mapping(top.get("shim"), "shim", _SHIM)
         latency = self._duration(
             shim_keys.get("confirm_latency"), "shim.confirm_latency", default=1.0
@@ -214,9 +332,14 @@ class _Reader:
             shim=Shim(confirm_latency=max(latency, tick)),
             tick=tick,
             source=self.source,
+            places=self.places,
         )
 
     # ------------------------------------------------------------------ pieces
+    def _place(self, key: str, node: Node | None) -> None:
+        if node is not None and node.start_mark is not None:
+            self.places[key] = (node.start_mark.line + 1, node.start_mark.column + 1)
+
     def _error(self, node: Node, message: str) -> ScenarioError:
         mark = node.start_mark
         return ScenarioError(
@@ -296,6 +419,12 @@ class _Reader:
         if file is not None:
             where = self.base / text(file, join(path, "queues_file"))
             try:
+                if not stat.S_ISREG(where.stat().st_mode):  # a device or a FIFO: no end
+                    raise fail(
+                        join(path, "queues_file"),
+                        file,
+                        f"{str(where)!r} is not a regular file: give the path of a queues.yaml",
+                    )
                 body = where.read_text(encoding="utf-8")
             except (OSError, UnicodeDecodeError) as exc:
                 reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
@@ -369,6 +498,8 @@ class _Reader:
         namespace = text(keys.get("namespace"), join(path, "namespace"))
         if not queue and not namespace:
             raise self._error(node, f"{path}: a workload needs a 'queue' or a 'namespace'")
+        self._place(path, node)
+        self._place(join(path, "pods"), _value(keys["job"], "pods"))
         return Workload(
             name=self._name(keys["name"], join(path, "name")),
             user=text(keys.get("user"), join(path, "user")) or "nobody",
@@ -382,6 +513,8 @@ class _Reader:
         keys = mapping(node, path, _ARRIVALS)
         if not keys:
             raise fail(path, node, "say when jobs arrive: 'fixed', 'poisson' or 'burst'")
+        workload = path.rsplit(".", 1)[0]
+        self._place(join(workload, "fixed"), keys.get("fixed"))
         fixed = tuple(
             self._duration(t, f"{path}.fixed[{i}]", default=0.0)
             for i, t in enumerate(seq(keys.get("fixed"), join(path, "fixed")))
@@ -396,6 +529,7 @@ class _Reader:
             until = self._duration(pk["until"], join(where, "until"), default=0.0)
             if until <= start:
                 raise fail(join(where, "until"), pk["until"], "must be after 'start'")
+            self._place(f"{workload}.poisson[{i}]", pk["rate"])
             poisson.append(
                 Poisson(rate=self._rate(pk["rate"], join(where, "rate")), start=start, until=until)
             )
@@ -405,6 +539,7 @@ class _Reader:
             bk = mapping(b, where, _BURST)
             if "at" not in bk or "count" not in bk:
                 raise fail(where, b, "a burst needs 'at' and 'count'")
+            self._place(f"{workload}.burst[{i}]", bk["count"])
             bursts.append(
                 Burst(
                     at=self._duration(bk["at"], join(where, "at"), default=0.0),
@@ -543,6 +678,13 @@ def _check_partitions(body: str) -> None:
         f"scheduler simulate plays the partition {PARTITION!r}; this configuration has "
         f"{which}: {them} {PARTITION}",
     )
+
+
+def _value(node: Node | None, key: str) -> Node | None:
+    """The value of ``key`` in a mapping node already read (None: not there)."""
+    if not isinstance(node, MappingNode):
+        return None
+    return pairs(node, "").get(key, (None, None))[1]
 
 
 def _is_list(node: Node | None) -> bool:

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import os
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from scheduler.simulate import ScenarioError, builtin_scenario, load_scenario, parse_scenario
+from scheduler.simulate._scenario import check_limits
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -200,3 +203,93 @@ def test_a_configuration_without_the_default_partition_is_refused(tmp_path: Path
     assert (caught.value.line, caught.value.column) == (2, 11)
     two = f"queues: {{partitions: [{{name: other, {root}}}, {{name: Default, {root}}}]}}\n"
     assert "Default" in parse_scenario(GOOD + two, source="s.yaml").configurations[0].queues
+
+
+def _at(text: str, e: ScenarioError) -> str:
+    """The text of the file from the place of ``e``."""
+    return text.splitlines()[e.line - 1][e.column - 1 :]
+
+
+@pytest.mark.parametrize(
+    ("change", "fragments", "place"),
+    [
+        (("duration: 1h30m", "duration: 10000h"), ["36,000,000 ticks", "MAX_TICKS"], "10000h"),
+        (("sample_every: 1m", "tick: 0.1ms"), ["54,000,000 ticks", "lengthen the tick"], "0.1ms"),
+        (
+            ("sample_every: 1m", "sample_every: 10ms\ntick: 10ms"),
+            ["540,000 samples", "MAX_SAMPLES", "sample less often"],
+            "10ms",
+        ),
+        (("count: 2\n", "count: 100001\n"), ["100,001 nodes", "MAX_NODES"], "100001"),
+        (
+            ("nodes_drained: {group: w, count: 1}", "nodes_added: {group: w, count: 99999}"),
+            ["100,001 nodes", "MAX_NODES"],
+            "99999}}",
+        ),
+        (
+            ("count: 3}]", "count: 1000001}]"),
+            ["workload 'jobs' plans 1,000,0", "1,000,001 jobs in a burst", "MAX_JOBS_PER_WORKLOAD"],
+            "1000001}]",
+        ),
+        (
+            ("rate: 6/h, until: 1h}", "rate: 300/s, until: 1h}"),
+            ["1,080,000 Poisson arrivals", "MAX_JOBS_PER_WORKLOAD", "window"],
+            "300/s, until: 1h}",
+        ),
+        (
+            ("pods: 3\n", "pods: 10000001\n"),
+            ["10,000,023 pods", "MAX_PODS", "fewer pods per job"],
+            "10000001",
+        ),
+    ],
+)
+def test_what_a_run_may_ask_for_is_limited(
+    change: tuple[str, str], fragments: list[str], place: str
+) -> None:
+    text = GOOD.replace(*change)
+    e = problem(text)
+    for fragment in fragments:
+        assert fragment in e.message
+    assert _at(text, e).startswith(place)
+
+
+def test_the_limits_hold_at_their_values() -> None:
+    at_limits = (
+        GOOD.replace("duration: 1h30m", "duration: 10000000")  # 10,000,000 ticks of 1s
+        .replace("sample_every: 1m", "sample_every: 100s")  # 100,000 samples
+        .replace("count: 2\n", "count: 100000\n")
+        .replace("count: 3}]", "count: 999992}]")  # with 2 fixed and 6 Poisson: 1,000,000
+    )
+    parse_scenario(at_limits, source="s.yaml")
+
+
+def test_the_whole_scenario_plans_at_most_two_million_jobs() -> None:
+    more = "".join(
+        f"  - name: more{i}\n    namespace: dev\n"
+        "    arrivals: {burst: {at: 0s, count: 700000}}\n"
+        "    job: {kind: batch, resource: {vcore: 1}, runtime: 1s}\n"
+        for i in range(3)
+    )
+    text = GOOD.replace("events:\n", more + "events:\n")
+    e = problem(text)
+    assert "the workloads plan 2,100,0" in e.message and "MAX_JOBS)" in e.message
+    assert "more2" in text.splitlines()[e.line - 3] and _at(text, e).startswith("700000")
+
+
+def test_check_limits_weighs_a_duration_given_after_loading() -> None:
+    s = parse_scenario(GOOD, source="s.yaml")
+    check_limits(s)
+    with pytest.raises(ScenarioError, match="MAX_TICKS") as caught:
+        check_limits(replace(s, duration=1e9))
+    assert caught.value.line == 3  # the file's duration
+
+
+def test_a_queues_file_that_is_not_a_regular_file_is_refused(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "q.yaml")  # reading it would wait for a writer forever
+    (tmp_path / "s.yaml").write_text(GOOD + "queues_file: q.yaml\n")
+    with pytest.raises(ScenarioError, match="is not a regular file") as caught:
+        load_scenario(tmp_path / "s.yaml")
+    assert caught.value.line == GOOD.count("\n") + 1
+    (tmp_path / "d.yaml").write_text(GOOD + "queues_file: /dev/zero\n")
+    with pytest.raises(ScenarioError, match="'/dev/zero' is not a regular file"):
+        load_scenario(tmp_path / "d.yaml")
