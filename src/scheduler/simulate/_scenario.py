@@ -261,7 +261,7 @@ class _Reader:
         try:
             document = compose(self.content)
         except yaml.YAMLError as exc:
-            problem = explain(exc, self.content)
+            problem = explain(exc, self.content, document="a scenario file")
             raise ScenarioError(
                 f"invalid YAML: {problem.message}",
                 source=self.source,
@@ -273,7 +273,9 @@ class _Reader:
         top = mapping(document, "", _TOP)
         for key in ("nodes", "workloads"):
             if key not in top or not seq(top[key], key):
-                raise self._error(document, f"the scenario needs {key!r} (a non-empty list)")
+                raise self._error(
+                    top.get(key) or document, f"the scenario needs {key!r} (a non-empty list)"
+                )
         name = text(top.get("name"), "name") or Path(self.source).stem or "scenario"
         duration = self._duration(top.get("duration"), "duration", default=3600.0)
         if duration <= 0:
@@ -290,7 +292,8 @@ class _Reader:
         names = [g.name for g in groups]
         for i, g in enumerate(groups):
             if g.name in names[:i]:
-                raise fail(f"nodes[{i}].group", top["nodes"], f"duplicate group {g.name!r}")
+                node = _value(seq(top["nodes"], "nodes")[i], "group")
+                raise fail(f"nodes[{i}].group", node, f"duplicate group {g.name!r}")
         queues = self._queues(top, "")
         configurations = self._configurations(top.get("configurations"), queues)
         workloads = tuple(
@@ -300,9 +303,8 @@ class _Reader:
         seen: set[str] = set()
         for i, w in enumerate(workloads):
             if w.name in seen:
-                raise fail(
-                    f"workloads[{i}].name", top["workloads"], f"duplicate workload {w.name!r}"
-                )
+                node = _value(seq(top["workloads"], "workloads")[i], "name")
+                raise fail(f"workloads[{i}].name", node, f"duplicate workload {w.name!r}")
             seen.add(w.name)
         events = tuple(
             self._event(e, f"events[{i}]", set(names))
@@ -373,9 +375,14 @@ class _Reader:
         return value
 
     def _count(self, node: Node | None, path: str, *, least: int = 1) -> int:
-        value = uint(node, path)
+        if least == 0:
+            return uint(node, path)
+        try:
+            value = uint(node, path)
+        except ConfigError:
+            value = -1
         if value < least:
-            raise fail(path, node, f"expected at least {least}")
+            raise fail(path, node, f"expected a whole number of at least {least}")
         return value
 
     def _group(self, node: Node, path: str) -> NodeGroup:
@@ -593,10 +600,14 @@ class _Reader:
                 timeout=self._duration(gk.get("timeout"), join(path, "gang.timeout"), default=0.0),
             ),
             priority=int(priority),
-            allow_preempt_self=truth(pk["allow_preempt_self"], "")
+            allow_preempt_self=truth(
+                pk["allow_preempt_self"], join(path, "preemption.allow_preempt_self")
+            )
             if "allow_preempt_self" in pk
             else None,
-            allow_preempt_other=truth(pk["allow_preempt_other"], "")
+            allow_preempt_other=truth(
+                pk["allow_preempt_other"], join(path, "preemption.allow_preempt_other")
+            )
             if "allow_preempt_other" in pk
             else None,
         )
@@ -644,7 +655,15 @@ class _Reader:
             )
         kind = kinds[0]
         if kind == "rm_restart":
-            mapping(keys[kind], join(path, kind), frozenset())
+            restart = keys[kind]
+            if isinstance(restart, MappingNode) and restart.value:
+                key_node = restart.value[0][0]
+                raise fail(
+                    join(path, f"{kind}.{key_node.value}"),
+                    key_node,
+                    f"unknown key {key_node.value!r}: rm_restart takes no keys (rm_restart: {{}})",
+                )
+            mapping(restart, join(path, kind), frozenset())
             return ClusterEvent(at=at, kind=kind)
         nk = mapping(keys[kind], join(path, kind), _NODE_EVENT)
         if "group" not in nk:

@@ -293,3 +293,41 @@ def test_a_queues_file_that_is_not_a_regular_file_is_refused(tmp_path: Path) -> 
     (tmp_path / "d.yaml").write_text(GOOD + "queues_file: /dev/zero\n")
     with pytest.raises(ScenarioError, match="'/dev/zero' is not a regular file"):
         load_scenario(tmp_path / "d.yaml")
+
+
+def test_a_duplicate_group_or_workload_is_placed_at_the_second() -> None:
+    text = GOOD.replace(
+        "    attributes: {zone: a}\n", "  - {group: w, count: 1, capacity: {vcore: 1}}\n"
+    )
+    e = problem(text)
+    assert "nodes[1].group" in e.message and "duplicate group 'w'" in e.message
+    assert (e.line, _at(text, e)) == (9, "w, count: 1, capacity: {vcore: 1}}")
+    text = GOOD.replace("  - name: spark\n", "  - name: jobs\n")
+    e = problem(text)
+    assert "workloads[1].name" in e.message and "duplicate workload 'jobs'" in e.message
+    assert (e.line, e.column) == (18, 11)  # the first is on line 11
+
+
+def test_messages_name_the_scenario_and_the_key() -> None:
+    e = problem(GOOD + "---\nname: two\n")
+    assert "a scenario file holds one" in e.message and "queues.yaml" not in e.message
+    text = GOOD.replace("kind: batch,", "kind: batch, preemption: {allow_preempt_other: maybe},")
+    e = problem(text)
+    assert "workloads[0].job.preemption.allow_preempt_other: expected true or false" in e.message
+    assert _at(text, e).startswith("maybe}")
+    text = GOOD.replace("rm_restart: {}", "rm_restart: {soon: true}")
+    e = problem(text)
+    assert "events[1].rm_restart.soon: unknown key 'soon'" in e.message
+    assert "rm_restart takes no keys (rm_restart: {})" in e.message and "allowed" not in e.message
+    assert _at(text, e).startswith("soon")
+    for pods in ("-1", "0"):
+        e = problem(GOOD.replace("pods: 3\n", f"pods: {pods}\n"))
+        assert e.line == 23 and "expected a whole number of at least 1" in e.message
+    e = problem(GOOD.split("nodes:")[0] + "nodes: []\n" + GOOD.split("attributes: {zone: a}\n")[1])
+    assert (e.line, e.column) == (5, 8) and "needs 'nodes'" in e.message
+
+
+def test_a_duration_without_a_unit_is_seconds() -> None:
+    s = parse_scenario(GOOD.replace("duration: 1h30m", "duration: 90"), source="s.yaml")
+    assert s.duration == 90.0 and s.workloads[0].arrivals.fixed == (0.0, 90.0)
+    assert "plain numbers, taken as seconds" in (ROOT / "docs" / "simulate.md").read_text()
