@@ -8,8 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from scheduler.simulate import ScenarioError, builtin_scenario, load_scenario, parse_scenario
-from scheduler.simulate._scenario import check_limits
+from scheduler.simulate import (
+    ScenarioError,
+    builtin_scenario,
+    check_limits,
+    load_scenario,
+    parse_scenario,
+)
 
 ROOT = Path(__file__).resolve().parents[3]
 
