@@ -154,7 +154,15 @@ def number(node: Node | None, path: str) -> float:
     if node is None or is_null(node):
         return 0.0
     if isinstance(node, ScalarNode) and node.tag in (_TAG_INT, _TAG_FLOAT):
-        value = float(_CONSTRUCTOR.construct_yaml_float(node))
+        # An int in any form YAML 1.1 gives one (0x10, 0b1, 017, 1_000, 1:30) reads as
+        # ``uint`` reads it; the float constructor knows only decimal digits.
+        try:
+            if node.tag == _TAG_INT:
+                value = float(_CONSTRUCTOR.construct_yaml_int(node))
+            else:
+                value = float(_CONSTRUCTOR.construct_yaml_float(node))
+        except (ValueError, OverflowError):
+            value = math.nan
         if math.isfinite(value):
             return value
     raise fail(path, node, "expected a number")

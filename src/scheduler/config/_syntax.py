@@ -221,7 +221,7 @@ _RULES: Final[tuple[tuple[str, str, _Explainer, bool], ...]] = (
         r"expected a single document in the stream",
         r"but found another document",
         lambda m, c: (
-            "a second document ('---') starts here: a queues.yaml holds one; "
+            f"a second document ('---') starts here: {m['document']} holds one; "
             "remove the '---' line or what follows it"
         ),
         False,
@@ -277,7 +277,7 @@ def compose(text: str) -> yaml.Node | None:
         raise TooDeep() from None
 
 
-def _too_deep(text: str) -> SyntaxProblem:
+def _too_deep(text: str, document: str) -> SyntaxProblem:
     """Where ``[`` and ``{`` first nest more than ``_DEEP`` levels, if they do."""
     depth, line, column = 0, 1, 0
     for char in text:
@@ -292,9 +292,10 @@ def _too_deep(text: str) -> SyntaxProblem:
             depth = max(0, depth - 1)
     else:
         line = column = 0
+    levels = " (a partition, its queues and theirs)" if document == "a queues.yaml" else ""
     return SyntaxProblem(
-        "lists or maps are nested too deeply to read here: a queues.yaml needs a few levels "
-        "(a partition, its queues and theirs); look for unbalanced '[' or '{'",
+        f"lists or maps are nested too deeply to read here: {document} needs a few "
+        f"levels{levels}; look for unbalanced '[' or '{{'",
         line,
         column,
     )
@@ -303,10 +304,11 @@ def _too_deep(text: str) -> SyntaxProblem:
 _DEEP: Final = 100  # levels of flow nesting reported as the place (the reader fails later)
 
 
-def explain(exc: yaml.YAMLError, text: str) -> SyntaxProblem:
-    """``exc`` (raised reading ``text``) in plain words, at the place that needs the change."""
+def explain(exc: yaml.YAMLError, text: str, *, document: str = "a queues.yaml") -> SyntaxProblem:
+    """``exc`` (raised reading ``text``) in plain words, at the place that needs the change;
+    ``document`` names what the text is (``a scenario file``)."""
     if isinstance(exc, TooDeep):
-        return _too_deep(text)
+        return _too_deep(text, document)
     if isinstance(exc, yaml.reader.ReaderError):
         before = text[: exc.position]
         line, column = before.count("\n") + 1, len(before) - (before.rfind("\n") + 1) + 1
@@ -325,7 +327,7 @@ def explain(exc: yaml.YAMLError, text: str) -> SyntaxProblem:
         p = re.match(problem, exc.problem or "")
         if p is None:
             continue
-        groups = {**(c.groupdict() if c else {}), **p.groupdict()}
+        groups = {**(c.groupdict() if c else {}), **p.groupdict(), "document": document}
         if at_context and context_mark:
             return SyntaxProblem(build(groups, place), *context_mark)
         return SyntaxProblem(build(groups, context_mark or place), *place)

@@ -29,7 +29,12 @@ from scheduler.simulate._result import (
     SimEvent,
     Summary,
 )
-from scheduler.simulate._scenario import builtin_scenario, load_scenario, parse_scenario
+from scheduler.simulate._scenario import (
+    builtin_scenario,
+    check_limits,
+    load_scenario,
+    parse_scenario,
+)
 from scheduler.simulate._summary import summarize, summary_json, write_summary
 
 __all__ = [
@@ -49,6 +54,7 @@ __all__ = [
     "SimEvent",
     "Summary",
     "builtin_scenario",
+    "check_limits",
     "load_scenario",
     "parse_scenario",
     "run_all",

@@ -188,6 +188,11 @@ class Scenario:
     shim: Shim = field(default_factory=Shim)
     tick: float = 1.0
     source: str = "<scenario>"
+    # Where the file wrote the values ``check_limits`` weighs (line, column from 1), keyed
+    # ``duration``, ``tick``, ``sample_every``, ``nodes[i]``, ``events[i]`` (in time order),
+    # ``workloads[i].fixed``, ``workloads[i].poisson[j]``, ``workloads[i].burst[j]``,
+    # ``workloads[i].pods``; empty for a scenario built in code.
+    places: dict[str, tuple[int, int]] = field(default_factory=dict, compare=False, repr=False)
 
     def configuration(self, name: str | None = None) -> Configuration:
         """The configuration called ``name`` (the first when None)."""

@@ -11,15 +11,16 @@ has the full format.
 from __future__ import annotations
 
 import re
+import stat
 from importlib import resources as package_files
 from pathlib import Path
 from typing import Final
 
 import yaml
-from yaml.nodes import MappingNode, Node, ScalarNode
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from scheduler._errors import ConfigError
-from scheduler.config._duration import parse_duration
+from scheduler.config._duration import format_duration, parse_duration
 from scheduler.config._parser import DEFAULT_SCHEDULER_CONFIG, parse_config
 from scheduler.config._reader import (
     fail,
@@ -27,6 +28,7 @@ from scheduler.config._reader import (
     join,
     mapping,
     number,
+    pairs,
     resources,
     seq,
     str_map,
@@ -51,8 +53,31 @@ from scheduler.simulate._model import (
     Shim,
     Workload,
 )
+from scheduler.simulate._shim import PARTITION
 
-__all__ = ["builtin_scenario", "load_scenario", "parse_scenario"]
+__all__ = [
+    "MAX_JOBS",
+    "MAX_JOBS_PER_WORKLOAD",
+    "MAX_NODES",
+    "MAX_PODS",
+    "MAX_SAMPLES",
+    "MAX_TICKS",
+    "builtin_scenario",
+    "check_limits",
+    "load_scenario",
+    "parse_scenario",
+]
+
+# What one run may ask for, so that a typo (a duration in ms taken as seconds, a rate per
+# second meant per hour) is refused at load rather than hanging the run or filling the
+# memory without a word. Each is well above what the suite and the benchmark play (the
+# benchmark: 5,000 nodes, two virtual hours in 1 s ticks, about 100,000 pods).
+MAX_TICKS: Final = 10_000_000  # virtual ticks played: duration / tick
+MAX_SAMPLES: Final = 100_000  # queue samples kept: duration / sample_every
+MAX_NODES: Final = 100_000  # nodes of all groups, with those events add
+MAX_JOBS_PER_WORKLOAD: Final = 1_000_000  # fixed times + burst counts + rate x window
+MAX_JOBS: Final = 2_000_000  # jobs planned by the whole scenario
+MAX_PODS: Final = 10_000_000  # pods planned by the whole scenario: jobs x pods
 
 _AT: Final = re.compile(r"^(?P<message>.*) \(line (?P<line>\d+), column (?P<column>\d+)\)$", re.S)
 _RATE: Final = re.compile(r"^\s*(?P<n>[0-9]*\.?[0-9]+)\s*/\s*(?P<unit>s|sec|m|min|h|hour)\s*$")
@@ -125,9 +150,95 @@ def parse_scenario(
 ) -> Scenario:
     """A scenario from YAML text; ``base`` is where ``queues_file`` paths start."""
     try:
-        return _Reader(content, source, base or Path.cwd()).scenario()
+        scenario = _Reader(content, source, base or Path.cwd()).scenario()
     except ConfigError as exc:
         raise _located(exc, source) from None
+    check_limits(scenario)
+    return scenario
+
+
+def check_limits(scenario: Scenario) -> None:
+    """Refuse a scenario that asks more than one run may (``MAX_TICKS``, ``MAX_SAMPLES``,
+    ``MAX_NODES``, ``MAX_JOBS_PER_WORKLOAD``, ``MAX_JOBS``, ``MAX_PODS``). Loading calls it;
+    call it again after ``with_overrides`` (``--duration`` changes the ticks and samples).
+
+    Raises:
+        ScenarioError: at the line and column of the value that crosses a limit, naming the
+            limit and what to change.
+    """
+    s = scenario
+
+    def refuse(keys: tuple[str, ...], message: str) -> ScenarioError:
+        line, column = next((s.places[k] for k in keys if k in s.places), (0, 0))
+        return ScenarioError(message, source=s.source, line=line, column=column)
+
+    duration = format_duration(s.duration)
+    ticks = s.duration / s.tick
+    if ticks > MAX_TICKS:
+        raise refuse(
+            ("tick", "duration"),
+            f"a duration of {duration} in ticks of {format_duration(s.tick)} is "
+            f"{ticks:,.0f} ticks; at most {MAX_TICKS:,} (MAX_TICKS) are played: "
+            "shorten the duration or lengthen the tick",
+        )
+    samples = s.duration / s.sample_every
+    if samples > MAX_SAMPLES:
+        raise refuse(
+            ("sample_every", "duration"),
+            f"a duration of {duration} sampled every {format_duration(s.sample_every)} is "
+            f"{samples:,.0f} samples; at most {MAX_SAMPLES:,} (MAX_SAMPLES) are kept: "
+            "sample less often or shorten the duration",
+        )
+    nodes = 0
+    counted = [(f"nodes[{i}]", g.count) for i, g in enumerate(s.nodes)]
+    counted += [
+        (f"events[{i}]", e.count) for i, e in enumerate(s.events) if e.kind == "nodes_added"
+    ]
+    for key, count in counted:
+        nodes += count
+        if nodes > MAX_NODES:
+            raise refuse(
+                (key,),
+                f"{nodes:,} nodes by here (the node groups' and those events add); at most "
+                f"{MAX_NODES:,} (MAX_NODES) are simulated: use fewer nodes, or larger ones",
+            )
+    jobs = pods = 0
+    for i, w in enumerate(s.workloads):
+        planned: list[tuple[str, float, str]] = [
+            (f"workloads[{i}].fixed", len(w.arrivals.fixed), "fixed times")
+        ]
+        planned += [
+            (f"workloads[{i}].poisson[{j}]", p.rate * (p.until - p.start), "Poisson arrivals")
+            for j, p in enumerate(w.arrivals.poisson)
+        ]
+        planned += [
+            (f"workloads[{i}].burst[{j}]", b.count, "jobs in a burst")
+            for j, b in enumerate(w.arrivals.bursts)
+        ]
+        own = 0.0
+        for key, many, what in planned:
+            own += many
+            if own > MAX_JOBS_PER_WORKLOAD:
+                raise refuse(
+                    (key, f"workloads[{i}]"),
+                    f"workload {w.name!r} plans {own:,.0f} jobs by here ({many:,.0f} {what}); "
+                    f"at most {MAX_JOBS_PER_WORKLOAD:,} per workload (MAX_JOBS_PER_WORKLOAD): "
+                    "lower the count or the rate, or shorten the window",
+                )
+            if jobs + own > MAX_JOBS:
+                raise refuse(
+                    (key, f"workloads[{i}]"),
+                    f"the workloads plan {jobs + own:,.0f} jobs by here; at most {MAX_JOBS:,} "
+                    "in a scenario (MAX_JOBS): lower the counts or the rates",
+                )
+        jobs += int(own)
+        pods += int(own) * w.job.pods
+        if pods > MAX_PODS:
+            raise refuse(
+                (f"workloads[{i}].pods", f"workloads[{i}]"),
+                f"the workloads plan {pods:,} pods by here (jobs x pods); at most "
+                f"{MAX_PODS:,} in a scenario (MAX_PODS): fewer pods per job, or fewer jobs",
+            )
 
 
 def _located(exc: ConfigError, source: str) -> ScenarioError:
@@ -144,12 +255,13 @@ class _Reader:
         self.content = content
         self.source = source
         self.base = base
+        self.places: dict[str, tuple[int, int]] = {}  # Scenario.places
 
     def scenario(self) -> Scenario:
         try:
             document = compose(self.content)
         except yaml.YAMLError as exc:
-            problem = explain(exc, self.content)
+            problem = explain(exc, self.content, document="a scenario file")
             raise ScenarioError(
                 f"invalid YAML: {problem.message}",
                 source=self.source,
@@ -161,7 +273,9 @@ class _Reader:
         top = mapping(document, "", _TOP)
         for key in ("nodes", "workloads"):
             if key not in top or not seq(top[key], key):
-                raise self._error(document, f"the scenario needs {key!r} (a non-empty list)")
+                raise self._error(
+                    top.get(key) or document, f"the scenario needs {key!r} (a non-empty list)"
+                )
         name = text(top.get("name"), "name") or Path(self.source).stem or "scenario"
         duration = self._duration(top.get("duration"), "duration", default=3600.0)
         if duration <= 0:
@@ -178,7 +292,8 @@ class _Reader:
         names = [g.name for g in groups]
         for i, g in enumerate(groups):
             if g.name in names[:i]:
-                raise fail(f"nodes[{i}].group", top["nodes"], f"duplicate group {g.name!r}")
+                node = _value(seq(top["nodes"], "nodes")[i], "group")
+                raise fail(f"nodes[{i}].group", node, f"duplicate group {g.name!r}")
         queues = self._queues(top, "")
         configurations = self._configurations(top.get("configurations"), queues)
         workloads = tuple(
@@ -188,14 +303,21 @@ class _Reader:
         seen: set[str] = set()
         for i, w in enumerate(workloads):
             if w.name in seen:
-                raise fail(
-                    f"workloads[{i}].name", top["workloads"], f"duplicate workload {w.name!r}"
-                )
+                node = _value(seq(top["workloads"], "workloads")[i], "name")
+                raise fail(f"workloads[{i}].name", node, f"duplicate workload {w.name!r}")
             seen.add(w.name)
         events = tuple(
             self._event(e, f"events[{i}]", set(names))
             for i, e in enumerate(seq(top.get("events"), "events"))
         )
+        for key in ("duration", "tick", "sample_every"):
+            self._place(key, top.get(key))
+        for i, entry in enumerate(seq(top["nodes"], "nodes")):
+            self._place(f"nodes[{i}]", _value(entry, "count"))
+        event_nodes = seq(top.get("events"), "events")
+        for i, k in enumerate(sorted(range(len(events)), key=lambda k: events[k].at)):
+            kind = _value(event_nodes[k], events[k].kind)
+            self._place(f"events[{i}]", _value(kind, "count") if kind else event_nodes[k])
         shim_keys = mapping(top.get("shim"), "shim", _SHIM)
         latency = self._duration(
             shim_keys.get("confirm_latency"), "shim.confirm_latency", default=1.0
@@ -212,9 +334,14 @@ class _Reader:
             shim=Shim(confirm_latency=max(latency, tick)),
             tick=tick,
             source=self.source,
+            places=self.places,
         )
 
     # ------------------------------------------------------------------ pieces
+    def _place(self, key: str, node: Node | None) -> None:
+        if node is not None and node.start_mark is not None:
+            self.places[key] = (node.start_mark.line + 1, node.start_mark.column + 1)
+
     def _error(self, node: Node, message: str) -> ScenarioError:
         mark = node.start_mark
         return ScenarioError(
@@ -248,9 +375,14 @@ class _Reader:
         return value
 
     def _count(self, node: Node | None, path: str, *, least: int = 1) -> int:
-        value = uint(node, path)
+        if least == 0:
+            return uint(node, path)
+        try:
+            value = uint(node, path)
+        except ConfigError:
+            value = -1
         if value < least:
-            raise fail(path, node, f"expected at least {least}")
+            raise fail(path, node, f"expected a whole number of at least {least}")
         return value
 
     def _group(self, node: Node, path: str) -> NodeGroup:
@@ -279,7 +411,7 @@ class _Reader:
                 raise fail(join(path, "queues"), inline, "expected a queues.yaml mapping")
             body, line0, col0 = self._slice(inline)
             try:
-                parse_config(body)
+                _check_partitions(body)
             except ConfigError as exc:
                 at = _AT.match(str(exc))
                 if at is None:
@@ -294,6 +426,12 @@ class _Reader:
         if file is not None:
             where = self.base / text(file, join(path, "queues_file"))
             try:
+                if not stat.S_ISREG(where.stat().st_mode):  # a device or a FIFO: no end
+                    raise fail(
+                        join(path, "queues_file"),
+                        file,
+                        f"{str(where)!r} is not a regular file: give the path of a queues.yaml",
+                    )
                 body = where.read_text(encoding="utf-8")
             except (OSError, UnicodeDecodeError) as exc:
                 reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
@@ -301,7 +439,7 @@ class _Reader:
                     join(path, "queues_file"), file, f"cannot read {str(where)!r}: {reason}"
                 ) from None
             try:
-                parse_config(body)
+                _check_partitions(body)
             except ConfigError as exc:
                 raise _located(exc, str(where)) from None
             return body
@@ -367,6 +505,8 @@ class _Reader:
         namespace = text(keys.get("namespace"), join(path, "namespace"))
         if not queue and not namespace:
             raise self._error(node, f"{path}: a workload needs a 'queue' or a 'namespace'")
+        self._place(path, node)
+        self._place(join(path, "pods"), _value(keys["job"], "pods"))
         return Workload(
             name=self._name(keys["name"], join(path, "name")),
             user=text(keys.get("user"), join(path, "user")) or "nobody",
@@ -380,6 +520,8 @@ class _Reader:
         keys = mapping(node, path, _ARRIVALS)
         if not keys:
             raise fail(path, node, "say when jobs arrive: 'fixed', 'poisson' or 'burst'")
+        workload = path.rsplit(".", 1)[0]
+        self._place(join(workload, "fixed"), keys.get("fixed"))
         fixed = tuple(
             self._duration(t, f"{path}.fixed[{i}]", default=0.0)
             for i, t in enumerate(seq(keys.get("fixed"), join(path, "fixed")))
@@ -394,6 +536,7 @@ class _Reader:
             until = self._duration(pk["until"], join(where, "until"), default=0.0)
             if until <= start:
                 raise fail(join(where, "until"), pk["until"], "must be after 'start'")
+            self._place(f"{workload}.poisson[{i}]", pk["rate"])
             poisson.append(
                 Poisson(rate=self._rate(pk["rate"], join(where, "rate")), start=start, until=until)
             )
@@ -403,6 +546,7 @@ class _Reader:
             bk = mapping(b, where, _BURST)
             if "at" not in bk or "count" not in bk:
                 raise fail(where, b, "a burst needs 'at' and 'count'")
+            self._place(f"{workload}.burst[{i}]", bk["count"])
             bursts.append(
                 Burst(
                     at=self._duration(bk["at"], join(where, "at"), default=0.0),
@@ -442,7 +586,7 @@ class _Reader:
             raise fail(join(path, "gang.style"), gk.get("style"), "expected Hard or Soft")
         pk = mapping(keys.get("preemption"), join(path, "preemption"), _PREEMPTION)
         priority = number(keys.get("priority"), join(path, "priority"))
-        if priority != int(priority) or abs(priority) > 2**31 - 1:
+        if priority != int(priority) or not -(2**31) <= priority <= 2**31 - 1:
             raise fail(join(path, "priority"), keys.get("priority"), "expected a 32-bit integer")
         driver = resources(keys.get("driver"), join(path, "driver"), "driver resource") or resource
         return JobSpec(
@@ -456,10 +600,14 @@ class _Reader:
                 timeout=self._duration(gk.get("timeout"), join(path, "gang.timeout"), default=0.0),
             ),
             priority=int(priority),
-            allow_preempt_self=truth(pk["allow_preempt_self"], "")
+            allow_preempt_self=truth(
+                pk["allow_preempt_self"], join(path, "preemption.allow_preempt_self")
+            )
             if "allow_preempt_self" in pk
             else None,
-            allow_preempt_other=truth(pk["allow_preempt_other"], "")
+            allow_preempt_other=truth(
+                pk["allow_preempt_other"], join(path, "preemption.allow_preempt_other")
+            )
             if "allow_preempt_other" in pk
             else None,
         )
@@ -507,7 +655,15 @@ class _Reader:
             )
         kind = kinds[0]
         if kind == "rm_restart":
-            mapping(keys[kind], join(path, kind), frozenset())
+            restart = keys[kind]
+            if isinstance(restart, MappingNode) and restart.value:
+                key_node = restart.value[0][0]
+                raise fail(
+                    join(path, f"{kind}.{key_node.value}"),
+                    key_node,
+                    f"unknown key {key_node.value!r}: rm_restart takes no keys (rm_restart: {{}})",
+                )
+            mapping(restart, join(path, kind), frozenset())
             return ClusterEvent(at=at, kind=kind)
         nk = mapping(keys[kind], join(path, kind), _NODE_EVENT)
         if "group" not in nk:
@@ -517,6 +673,37 @@ class _Reader:
             raise fail(join(path, kind) + ".group", nk["group"], f"no node group {group!r}")
         count = self._count(nk.get("count"), join(path, kind) + ".count") if "count" in nk else 1
         return ClusterEvent(at=at, kind=kind, group=group, count=count)
+
+
+def _check_partitions(body: str) -> None:
+    """``body`` checked by the core's parser, and refused unless it has the partition the
+    simulated RM plays (``PARTITION``): its apps and nodes would go to no partition."""
+    names = [p.name for p in parse_config(body).partitions]
+    if PARTITION in names:
+        return
+    place: Node | None = None
+    document = compose(body)
+    if isinstance(document, MappingNode):
+        place = pairs(document, "").get("partitions", (None, None))[1]
+        if isinstance(place, SequenceNode) and place.value:
+            first = place.value[0]
+            if isinstance(first, MappingNode) and "name" in pairs(first, ""):
+                place = pairs(first, "")["name"][1]
+    which = ", ".join(repr(n) for n in names)
+    them = "name it" if len(names) == 1 else "name one of them"
+    raise fail(
+        "partitions",
+        place,
+        f"scheduler simulate plays the partition {PARTITION!r}; this configuration has "
+        f"{which}: {them} {PARTITION}",
+    )
+
+
+def _value(node: Node | None, key: str) -> Node | None:
+    """The value of ``key`` in a mapping node already read (None: not there)."""
+    if not isinstance(node, MappingNode):
+        return None
+    return pairs(node, "").get(key, (None, None))[1]
 
 
 def _is_list(node: Node | None) -> bool:

@@ -531,6 +531,21 @@ def test_guaranteed_types_not_set_on_the_parent_are_not_limited() -> None:
     assert parse_config(text).partitions[0].queue.queues[0].guaranteed == {"memory": 100}
 
 
+def test_a_resource_weight_reads_every_form_yaml_gives_an_int() -> None:
+    # resourceweights go through the reader's number(): hex, binary, octal, underscores
+    # and sexagesimal ints are numbers (the float constructor alone fails on them).
+    config = parse_config(
+        P
+        + "    nodesortpolicy:\n      type: fair\n      resourceweights:\n"
+        + "        vcore: 0x10\n        memory: 0b11\n        gpu: 017\n"
+        + "        disk: 1_000\n        net: 1:30\n"
+    )
+    weights = config.partitions[0].node_sort_policy.resource_weights
+    assert weights == {"vcore": 16.0, "memory": 3.0, "gpu": 15.0, "disk": 1000.0, "net": 90.0}
+    with pytest.raises(ConfigError, match=r"resourceweights.vcore: expected a number"):
+        parse_config(P + "    nodesortpolicy: {resourceweights: {vcore: 0x" + "f" * 300 + "}}\n")
+
+
 def test_placement_rule_names_are_case_insensitive() -> None:
     text = "partitions:\n  - queues: []\n    placementrules:\n      - name: USER\n"
     assert parse_config(text).partitions[0].placement_rules == (PlacementRule(name="user"),)
