@@ -30,6 +30,7 @@ from scheduler.simulate import (
     ScenarioError,
     Summary,
     builtin_scenario,
+    check_limits,
     load_scenario,
     run_scenario,
     summarize,
@@ -180,6 +181,7 @@ def simulate(
     try:
         scenario = load_scenario(scenario_file) if scenario_file else builtin_scenario()
         scenario = with_overrides(scenario, seed=seed, duration=_duration(duration))
+        check_limits(scenario)  # again: --duration may have made it longer
         names = [configuration] if configuration else [c.name for c in scenario.configurations]
         for name in names:
             scenario.configuration(name)

@@ -169,6 +169,7 @@ def test_replay_writes_replay_json_and_exits_1_when_a_decision_differs(tmp_path:
         (["--connect", "grpc://127.0.0.1:70000"], "with a port from 0 to 65535"),
         (["--speed", "inf"], "--speed must be a finite number"),
         (["--queues", "{file}"], "--queues and --rotated go with --replay FILE"),
+        (["--duration", "200000h"], "at most 10,000,000 (MAX_TICKS) are played"),
     ],
 )
 def test_bad_options_exit_2_with_what_was_wrong(tmp_path: Path, args: list[str], said: str) -> None:
