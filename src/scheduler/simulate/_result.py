@@ -39,7 +39,9 @@ class Sample(msgspec.Struct, frozen=True, kw_only=True):
     ``sample_every`` seconds and one at the end."""
 
     time: float
-    capacity: dict[str, int]  # schedulable resources of the nodes that are up
+    # resources of the nodes that are up: drained nodes count until they are removed (they
+    # take no new pods, but theirs run on and are in ``allocated``)
+    capacity: dict[str, int]
     allocated: dict[str, int]  # what the core has allocated on them
     pending_pods: int  # submitted, not yet allocated (placeholders included)
     running_pods: int  # allocated and not yet released (placeholders included)

@@ -138,7 +138,8 @@ class SimulatedShim(ResourceManagerCallback):
         self.events: list[SimEvent] = []
         self.breaches: list[str] = []
         self.breach_count = 0
-        self.capacity: dict[str, int] = {}  # nodes up and schedulable
+        # the nodes that are up, drained ones included (their pods run on) until removed
+        self.capacity: dict[str, int] = {}
         self.pending_pods = 0
         self.running_pods = 0
         self.allocations = 0
@@ -177,22 +178,22 @@ class SimulatedShim(ResourceManagerCallback):
         return [n for n in self.nodes.values() if n.group == group and n.state == state]
 
     def drain_nodes(self, group: str, count: int) -> list[str]:
-        """The last ``count`` nodes of ``group`` that are up stop taking pods; theirs run on."""
-        chosen = self._group_nodes(group, "up")[-count:]
+        """The last ``count`` nodes of ``group`` that are up stop taking pods; theirs run on
+        (a drained node's capacity counts until it is removed: its pods hold it)."""
+        chosen = self._group_nodes(group, "up")[-count:] if count > 0 else []
         for node in chosen:
             node.state = "drained"
-            _sub(self.capacity, node.capacity)
             self.out.nodes.append(self._node_info(node, si.ActionFromRM.DRAIN_NODE))
         return [n.id for n in chosen]
 
     def remove_nodes(self, group: str, count: int) -> tuple[list[str], int]:
         """The last ``count`` nodes of ``group`` (drained ones first) go, with their pods:
         each real pod is lost and resubmitted, as Kubernetes recreates it elsewhere."""
-        chosen = (self._group_nodes(group, "up") + self._group_nodes(group, "drained"))[-count:]
+        up = self._group_nodes(group, "up") + self._group_nodes(group, "drained")
+        chosen = up[-count:] if count > 0 else []
         lost = 0
         for node in chosen:
-            if node.state == "up":
-                _sub(self.capacity, node.capacity)
+            _sub(self.capacity, node.capacity)
             node.state = "removed"
             self.out.nodes.append(self._node_info(node, si.ActionFromRM.DECOMISSION))
             for pod in list(node.pods.values()):

@@ -3,10 +3,13 @@ restart, and the checks of summary.json, on small scenarios in virtual time."""
 
 from __future__ import annotations
 
+import io
 import random
 
 import pytest
+from rich.console import Console
 
+from scheduler.cli._live import LiveView
 from scheduler.simulate import (
     PodRecord,
     RunResult,
@@ -261,3 +264,36 @@ async def test_realtime_plays_the_same_run_on_the_wall_clock() -> None:
     paced = await run_scenario(s, realtime=True, speed=600)
     assert paced.wall_seconds >= 0.15  # 120 virtual seconds at 600x
     assert without_wall(summarize(paced)) == without_wall(virtual)
+
+
+async def test_a_drained_node_counts_in_the_capacity_until_it_is_removed() -> None:
+    body = """\
+workloads:
+  - name: fill
+    queue: root.a
+    arrivals: {fixed: [0s]}
+    job: {kind: batch, pods: 16, resource: {memory: 8Gi, vcore: 2}, runtime: 8m}
+events:
+  - {at: 1m, nodes_drained: {group: w, count: 1}}
+  - {at: 12m, nodes_removed: {group: w, count: 1}}
+"""
+    result = await run_scenario(
+        scenario(body, nodes=2, capacity="{memory: 64Gi, vcore: 16}", duration="15m")
+    )
+    gi = 1 << 30
+    for s in result.samples:  # never more allocated than the nodes that are up hold
+        assert all(s.allocated.get(n, 0) <= cap for n, cap in s.capacity.items()), s.time
+    at = {s.time: s for s in result.samples}
+    full = {"memory": 128 * gi, "vcore": 32_000}
+    assert at[120.0].capacity == full and at[120.0].allocated == full  # drained, still up
+    assert at[750.0].capacity == {"memory": 64 * gi, "vcore": 16_000}  # removed
+    util = summarize(result).utilization
+    assert 0 < util["memory"] <= 1 and 0 < util["vcore"] <= 1
+
+    # the live view, which reads the same samples, says 100% of the two nodes
+    view = LiveView(console=Console(file=io.StringIO()), enabled=False)
+    view.update(at[120.0], configuration="default", duration=result.duration)
+    screen = Console(record=True, width=120, file=io.StringIO())
+    screen.print(view)
+    text = screen.export_text()
+    assert "100%: 128Gi of 128Gi" in text and "100%: 32 of 32" in text
