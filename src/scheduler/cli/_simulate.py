@@ -279,6 +279,8 @@ def _checks_hold(s: Summary) -> bool:
 
 
 def _headline(out: Console, s: Summary) -> None:
+    from scheduler.simulate._units import counted  # here: the rest of the module is not mine
+
     c = s.checks
     util = ", ".join(f"{k} {v:.0%}" for k, v in s.utilization.items()) or "-"
     out.print(
@@ -297,6 +299,12 @@ def _headline(out: Console, s: Summary) -> None:
         f"p99 {s.pending_time.p99:g}s; utilization {util}",
         soft_wrap=True,
     )
+    if s.jobs_rejected:
+        first = c.rejected_jobs[0] if c.rejected_jobs else "-"
+        out.print(
+            f"  rejected by the core: {counted(s.jobs_rejected, 'job')}, first: {first}",
+            soft_wrap=True,
+        )
     missed = [q for q, ok in c.guarantees_reached.items() if not ok]
     out.print(
         f"  checks: over capacity {len(c.over_capacity)}, partial gangs {len(c.partial_gangs)}, "

@@ -240,6 +240,11 @@ def _check_rows(checks: Checks, queues: Sequence[QueueSummary]) -> list[tuple[st
             _verdict(checks.all_finished),
             f"{checks.jobs_finished:,} of {checks.jobs_submitted:,} jobs",
         ),
+        (
+            "every job accepted",
+            _verdict(not checks.rejected_jobs),
+            "; ".join(checks.rejected_jobs) or "none rejected",
+        ),
         ("no node used beyond its capacity", _verdict(not breaches), named or "none"),
         (
             "no gang ran with part of its members",

@@ -75,8 +75,10 @@ class PodRecord(msgspec.Struct, kw_only=True):
 class JobRecord(msgspec.Struct, kw_only=True):
     """One job (one application) from arrival to its end. A job ``finished`` when every
     one of its pods ran its run time; ``failed`` when the core rejected or failed it (a
-    Hard gang that timed out). A service without a run time is ``long_running``: it runs
-    until the end and is not expected to finish."""
+    Hard gang that timed out); ``rejected`` holds the core's reason when it rejected the
+    application (a queue that does not exist or is a parent, a submit ACL that refuses the
+    user, no placement rule that matched): such a job is ``failed`` too. A service without
+    a run time is ``long_running``: it runs until the end and is not expected to finish."""
 
     job: str
     kind: str
@@ -87,6 +89,7 @@ class JobRecord(msgspec.Struct, kw_only=True):
     finished: float | None = None
     failed: bool = False
     long_running: bool = False
+    rejected: str = ""  # the core's reason for rejecting the application ("" if it did not)
 
 
 class GangRecord(msgspec.Struct, kw_only=True):
@@ -169,6 +172,11 @@ class Checks(msgspec.Struct, frozen=True, kw_only=True):
     gangs_whole: int
     partial_gangs: list[str]  # gangs that ran with part of their members (goal: none)
     guarantees_reached: dict[str, bool]  # per queue with a guarantee and pods pending
+    # Applications the core rejected (goal: none), grouped by workload and reason, in the
+    # order first seen: "job: reason" for one job, "12 jobs of workload w: reason" for
+    # several (the job's id in a reason written "..."); the first 10 groups, then
+    # "... and N more jobs".
+    rejected_jobs: list[str] = msgspec.field(default_factory=list)
 
 
 class Summary(msgspec.Struct, frozen=True, kw_only=True):
@@ -191,4 +199,5 @@ class Summary(msgspec.Struct, frozen=True, kw_only=True):
     queues: list[QueueSummary]
     checks: Checks
     pods_lost: int = 0  # real pods on nodes removed under them (each resubmitted)
-    jobs_failed: int = 0  # jobs the core rejected or failed (a Hard gang timed out)
+    jobs_failed: int = 0  # jobs the core failed (a Hard gang timed out, a pod rejected)
+    jobs_rejected: int = 0  # jobs whose application the core rejected (not in jobs_failed)

@@ -497,7 +497,8 @@ class SimulatedShim(ResourceManagerCallback):
         now = self.now()
         for rejected in response.rejected:
             job = self.jobs.get(rejected.application_id)
-            if job is not None:
+            if job is not None and not job.ended:
+                job.record.rejected = rejected.reason or "rejected, no reason given"
                 self._end(job, failed=True)
         for update in response.updated:
             job = self.jobs.get(update.application_id)

@@ -19,16 +19,19 @@ import msgspec
 from scheduler.simulate._result import (
     Checks,
     Distribution,
+    JobRecord,
     QueueSample,
     QueueSummary,
     RunResult,
     Sample,
     Summary,
 )
+from scheduler.simulate._units import counted
 
 __all__ = ["distribution", "summarize", "summary_json", "write_summary"]
 
 SUMMARY_FILE = "summary.json"
+MAX_REJECTED: Final = 10  # groups of rejected jobs the checks name; the others counted
 _ENCODER = msgspec.json.Encoder(order="deterministic")
 
 
@@ -87,6 +90,7 @@ def summarize(result: RunResult) -> Summary:
             for q in queues
             if q.guaranteed and _asked(result.samples, q.queue)
         },
+        rejected_jobs=_rejected(jobs),
     )
     wall = result.wall_seconds
     return Summary(
@@ -106,8 +110,30 @@ def summarize(result: RunResult) -> Summary:
         queues=queues,
         checks=checks,
         pods_lost=sum(1 for p in real if p.lost),
-        jobs_failed=sum(1 for j in jobs if j.failed),
+        jobs_failed=sum(1 for j in jobs if j.failed and not j.rejected),
+        jobs_rejected=sum(1 for j in jobs if j.rejected),
     )
+
+
+def _rejected(jobs: Sequence[JobRecord]) -> list[str]:
+    """The rejected jobs grouped by workload and reason (the job's id in the reason made
+    ``...``), in the order first seen: ``"job: reason"`` for one job, ``"12 jobs of
+    workload w: reason"`` for several; the first ``MAX_REJECTED`` groups, then a line
+    counting the jobs of the others."""
+    groups: dict[tuple[str, str], list[JobRecord]] = {}
+    for j in jobs:
+        if j.rejected:
+            groups.setdefault((j.workload, j.rejected.replace(j.job, "...")), []).append(j)
+    lines = [
+        f"{group[0].job}: {group[0].rejected}"
+        if len(group) == 1
+        else f"{len(group):,} jobs of workload {workload}: {reason}"
+        for (workload, reason), group in list(groups.items())[:MAX_REJECTED]
+    ]
+    more = sum(len(ids) for ids in list(groups.values())[MAX_REJECTED:])
+    if more:
+        lines.append(f"... and {counted(more, 'more job')}")
+    return lines
 
 
 def _asked(samples: Sequence[Sample], queue: str) -> bool:

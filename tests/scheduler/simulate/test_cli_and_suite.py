@@ -4,6 +4,7 @@ against a daemon."""
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 from pathlib import Path
 
@@ -157,3 +158,28 @@ def test_replay_writes_replay_json_and_exits_1_when_a_decision_differs(tmp_path:
 
     missing = CliRunner().invoke(app, ["simulate", "--replay", str(tmp_path / "nope.rec")])
     assert missing.exit_code == 2 and "no recording at" in missing.output
+
+
+def test_the_headline_names_the_rejected_jobs_and_the_first_reason() -> None:
+    from rich.console import Console
+
+    from scheduler.cli._simulate import _headline
+
+    s = summarize(asyncio.run(run_scenario(scenario(REJECTED, duration="5m"))))
+    console = Console(record=True, width=200, file=io.StringIO())
+    _headline(console, s)
+    text = console.export_text()
+    assert (
+        "rejected by the core: 2 jobs, first: 2 jobs of workload lost: "
+        "queue root.nope does not exist in partition default"
+    ) in text
+    assert "(0 failed)" in text
+
+
+REJECTED = """\
+workloads:
+  - name: lost
+    queue: root.nope
+    arrivals: {fixed: [0s, 1m]}
+    job: {kind: batch, pods: 1, resource: {memory: 1Gi, vcore: 1}, runtime: 1m}
+"""

@@ -21,7 +21,7 @@ from scheduler.simulate import (
 )
 from scheduler.simulate._engine import arrival_times
 
-from .conftest import scenario, without_wall
+from .conftest import QUEUES, scenario, without_wall
 
 pytestmark = pytest.mark.asyncio
 
@@ -297,3 +297,43 @@ events:
     screen.print(view)
     text = screen.export_text()
     assert "100%: 128Gi of 128Gi" in text and "100%: 32 of 32" in text
+
+
+async def test_a_job_the_core_rejects_says_why_and_counts_apart_from_failed() -> None:
+    acl = QUEUES.replace("submitacl: '*'\n", "submitacl: ana\n")  # only ana may submit
+    body = """\
+workloads:
+  - name: lost
+    queue: root.nope
+    arrivals: {fixed: [0s, 1m, 2m]}
+    job: {kind: batch, pods: 1, resource: {memory: 1Gi, vcore: 1}, runtime: 1m}
+  - name: parent
+    queue: root
+    arrivals: {fixed: [0s]}
+    job: {kind: batch, pods: 1, resource: {memory: 1Gi, vcore: 1}, runtime: 1m}
+  - name: stranger
+    queue: root.a
+    user: bob
+    arrivals: {fixed: [0s]}
+    job: {kind: batch, pods: 1, resource: {memory: 1Gi, vcore: 1}, runtime: 1m}
+  - name: ana
+    queue: root.b
+    user: ana
+    arrivals: {fixed: [0s]}
+    job: {kind: batch, pods: 1, resource: {memory: 1Gi, vcore: 1}, runtime: 1m}
+"""
+    result = await run_scenario(scenario(body, queues=acl, duration="5m"))
+    by_job = {j.job: j for j in result.jobs}
+    assert by_job["lost-00001"].rejected == "queue root.nope does not exist in partition default"
+    assert by_job["parent-00001"].rejected == "queue root is not a leaf queue"
+    assert by_job["stranger-00001"].rejected == "user 'bob' may not submit to queue root.a"
+    assert by_job["lost-00002"].failed and by_job["ana-00001"].rejected == ""
+    assert by_job["ana-00001"].finished is not None
+    s = summarize(result)
+    assert s.jobs_rejected == 5 and s.jobs_failed == 0
+    assert s.checks.rejected_jobs == [
+        "3 jobs of workload lost: queue root.nope does not exist in partition default",
+        "parent-00001: queue root is not a leaf queue",
+        "stranger-00001: user 'bob' may not submit to queue root.a",
+    ]
+    assert b'"rejected_jobs"' in summary_json([s]) and b'"jobs_rejected": 5' in summary_json([s])

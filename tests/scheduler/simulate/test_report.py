@@ -233,3 +233,27 @@ def test_queues_png_shows_the_bounded_and_busiest_queues_first() -> None:
     assert len(shown) == MAX_QUEUE_PANELS == 12
     # The three queues with bounds, then the nine that used the most memory.
     assert shown == sorted(["root.adhoc", "root.batch", "root.service", *extra[-9:]])
+
+
+def test_rejected_jobs_are_a_failed_check_with_their_reasons(tmp_path: Path) -> None:
+    run, summary = one_run()
+    reasons = [
+        "3 jobs of workload lost: queue root.nope does not exist in partition default",
+        "parent-00001: queue root is not a leaf queue",
+    ]
+    summary = msgspec.structs.replace(
+        summary,
+        jobs_rejected=4,
+        checks=msgspec.structs.replace(summary.checks, rejected_jobs=reasons),
+    )
+    write_report([run], [summary], tmp_path)
+    text = (tmp_path / "report.md").read_text(encoding="utf-8")
+    assert f"| every job accepted | FAIL | {'; '.join(reasons)} |" in text
+    assert ["every job accepted", "FAIL", "; ".join(reasons)] in page(tmp_path).rows
+
+
+def test_a_run_without_rejections_passes_the_acceptance_check(
+    single: tuple[Path, list[Path]],
+) -> None:
+    text = (single[0] / "report.md").read_text(encoding="utf-8")
+    assert "| every job accepted | pass | none rejected |" in text
