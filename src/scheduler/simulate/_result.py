@@ -153,8 +153,9 @@ class QueueSummary(msgspec.Struct, frozen=True, kw_only=True):
     peak: dict[str, int]  # the most it had allocated at any sample
     mean_share: dict[str, float]  # mean of allocated / guaranteed per guaranteed resource
     # The first sample at which it held, of every guaranteed resource, its guarantee or all
-    # it asked for if that is less, counted from when it first had pods pending; None if it
-    # never did (or had no guarantee, or never asked for anything).
+    # it asked for if that is less (holding something: a queue that holds nothing and asks
+    # nothing has not), counted from when it first had pods pending; None if it never did
+    # (or had no guarantee, or never asked for anything).
     guarantee_reached_after: float | None
     # Time with pods pending while it held less than that (its guarantee, or what it asked).
     starved_seconds: float

@@ -168,6 +168,14 @@ def _below(q: QueueSample) -> bool:
     )
 
 
+def _reached(q: QueueSample) -> bool:
+    """The queue holds, of every guaranteed resource, its guarantee or all it asks for if
+    that is less, and holds something: a queue that holds nothing and asks nothing (its
+    only job failed or was rejected) has not reached its guarantee."""
+    held = any(q.allocated.get(name, 0) > 0 for name, value in q.guaranteed.items() if value > 0)
+    return held and not _below(q)
+
+
 def _queue(name: str, points: list[tuple[float, QueueSample]]) -> QueueSummary:
     last = points[-1][1]
     peak: dict[str, int] = {}
@@ -184,7 +192,7 @@ def _queue(name: str, points: list[tuple[float, QueueSample]]) -> QueueSummary:
         asking = any(q.pending.values())
         if asking and first_pending is None:
             first_pending = t
-        if q.guaranteed and first_pending is not None and reached is None and not _below(q):
+        if q.guaranteed and first_pending is not None and reached is None and _reached(q):
             # every pod it asked for within its guarantee placed, or the guarantee reached
             reached = t - first_pending
         if asking and q.guaranteed and _below(q) and i + 1 < len(points):
