@@ -170,6 +170,8 @@ def _events(ax: Axes, result: RunResult, unit: TimeUnit) -> None:
     at the same moment share a line and a label)."""
     at: dict[float, list[str]] = {}
     for event in result.events:
+        if event.kind == "skipped":  # after the run's end: it did not happen
+            continue
         at.setdefault(event.time, []).append(event.kind)
     # x in data, y in axes fraction, the text 3 pixels right of its line
     transform = offset_copy(ax.get_xaxis_transform(), x=3, y=0, units="dots")

@@ -108,7 +108,9 @@ class GangRecord(msgspec.Struct, kw_only=True):
 class SimEvent(msgspec.Struct, frozen=True, kw_only=True):
     """A cluster event the scenario scheduled, as it happened: ``kind`` is ``node-added``,
     ``node-drained``, ``node-removed`` or ``rm-restarted``; ``detail`` says what (node ids,
-    counts)."""
+    counts, and how much of it happened when the group had fewer nodes than asked). An
+    event the scenario puts after the run's end is not played: it is listed last, at its
+    own time, with ``kind`` ``skipped``."""
 
     time: float
     kind: str

@@ -174,13 +174,19 @@ class SimulatedShim(ResourceManagerCallback):
             existing_allocations=existing or [],
         )
 
-    def _group_nodes(self, group: str, state: str) -> list[Node]:
-        return [n for n in self.nodes.values() if n.group == group and n.state == state]
+    def group_nodes(self, group: str, *states: str) -> list[Node]:
+        """The nodes of ``group`` in one of ``states``, those in the first state first."""
+        return [
+            n
+            for state in states
+            for n in self.nodes.values()
+            if n.group == group and n.state == state
+        ]
 
     def drain_nodes(self, group: str, count: int) -> list[str]:
         """The last ``count`` nodes of ``group`` that are up stop taking pods; theirs run on
         (a drained node's capacity counts until it is removed: its pods hold it)."""
-        chosen = self._group_nodes(group, "up")[-count:] if count > 0 else []
+        chosen = self.group_nodes(group, "up")[-count:] if count > 0 else []
         for node in chosen:
             node.state = "drained"
             self.out.nodes.append(self._node_info(node, si.ActionFromRM.DRAIN_NODE))
@@ -189,7 +195,7 @@ class SimulatedShim(ResourceManagerCallback):
     def remove_nodes(self, group: str, count: int) -> tuple[list[str], int]:
         """The last ``count`` nodes of ``group`` (drained ones first) go, with their pods:
         each real pod is lost and resubmitted, as Kubernetes recreates it elsewhere."""
-        up = self._group_nodes(group, "up") + self._group_nodes(group, "drained")
+        up = self.group_nodes(group, "up", "drained")
         chosen = up[-count:] if count > 0 else []
         lost = 0
         for node in chosen:

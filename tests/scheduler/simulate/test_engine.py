@@ -337,3 +337,43 @@ workloads:
         "stranger-00001: user 'bob' may not submit to queue root.a",
     ]
     assert b'"rejected_jobs"' in summary_json([s]) and b'"jobs_rejected": 5' in summary_json([s])
+
+
+async def test_events_say_what_they_could_not_do_and_those_after_the_end_are_skipped() -> None:
+    body = """\
+workloads:
+  - name: one
+    queue: root.a
+    arrivals: {fixed: [0s]}
+    job: {kind: service, pods: 1, resource: {memory: 1Gi, vcore: 1}}
+events:
+  - {at: 1m, nodes_drained: {group: w, count: 2}}
+  - {at: 2m, nodes_drained: {group: w, count: 5}}
+  - {at: 3m, nodes_removed: {group: w, count: 10}}
+  - {at: 4m, nodes_drained: {group: w, count: 1}}
+  - {at: 5m, nodes_added: {group: w, count: 1}}
+  - {at: 6m, rm_restart: {}}
+  - {at: 20m, nodes_removed: {group: w, count: 1}}
+"""
+    result = await run_scenario(scenario(body, nodes=2, duration="10m"))
+    assert [(e.time, e.kind, e.detail) for e in result.events] == [
+        (60.0, "node-drained", "2 nodes of w drained: w-1, w-2"),
+        (120.0, "node-drained", "none: every node of w is drained already"),
+        (
+            180.0,
+            "node-removed",
+            "2 nodes of w removed (2 of the 10 asked: the group had 2 up), 1 pod lost: w-1, w-2",
+        ),
+        (240.0, "node-drained", "none: every node of w is removed already"),
+        (300.0, "node-added", "1 node of w added: w-3"),
+        (
+            360.0,
+            "rm-restarted",
+            "recovered 1 application, 1 node update with 1 pod, 0 pods waiting",
+        ),
+        (
+            1200.0,
+            "skipped",
+            "nodes_removed of w (1): after the run's end (10m0s), not played",
+        ),
+    ]
