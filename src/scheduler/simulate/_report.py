@@ -39,6 +39,7 @@ REPORT_FILES: Final = (
     "gang-wait.png",
     "preemptions.png",
 )
+COMPARISON: Final = "comparison.png"  # several runs only; removed when there is one
 _MAX_EVENTS: Final = 40  # rows of a run's event table; the others are counted
 _MAX_BREACHES: Final = 5  # over-capacity breaches named; the others are counted
 
@@ -421,7 +422,9 @@ def _check_input(results: Sequence[RunResult], summaries: Sequence[Summary]) -> 
 
 def write_report(results: list[RunResult], summaries: list[Summary], folder: Path) -> list[Path]:
     """Write ``report.md``, ``index.html`` and the plots of ``results`` into ``folder``
-    (made if missing) and return the paths written, the Markdown and the page first.
+    (made if missing) and return the paths written, the Markdown and the page first. With
+    one run, a ``comparison.png`` an earlier run of several configurations left there is
+    removed (no other file is touched).
 
     ``summaries[i]`` is the Summary of ``results[i]``. Raises :class:`PlotsUnavailable`
     without matplotlib (before writing anything), and ``SchedulerError`` when the two
@@ -447,6 +450,8 @@ def write_report(results: list[RunResult], summaries: list[Summary], folder: Pat
         ]
         if len(results) > 1:
             plots.append(_plots.plot_comparison(results, summaries, folder))
+        else:  # one run: a comparison left by an earlier run of several would mislead
+            (folder / COMPARISON).unlink(missing_ok=True)
     blocks = _document(results, summaries, [_Figure(p.name, p.caption) for p in plots])
     markdown = folder / "report.md"
     markdown.write_text(_markdown(blocks), encoding="utf-8")

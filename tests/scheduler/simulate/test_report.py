@@ -257,3 +257,14 @@ def test_a_run_without_rejections_passes_the_acceptance_check(
 ) -> None:
     text = (single[0] / "report.md").read_text(encoding="utf-8")
     assert "| every job accepted | pass | none rejected |" in text
+
+
+def test_one_run_removes_the_comparison_an_earlier_run_of_several_left(tmp_path: Path) -> None:
+    fair, fifo = make_run("fair"), make_run("fifo", seed=8, wait=300.0)
+    write_report([fair, fifo], [summarize(fair), summarize(fifo)], tmp_path)
+    (tmp_path / "notes.txt").write_text("mine")
+    assert (tmp_path / "comparison.png").exists()
+    run, summary = one_run()
+    write_report([run], [summary], tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([*REPORT_FILES, "notes.txt"])
+    assert "comparison.png" not in (tmp_path / "index.html").read_text(encoding="utf-8")
