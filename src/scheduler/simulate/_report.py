@@ -24,7 +24,7 @@ from typing import Final
 from scheduler._errors import SchedulerError
 from scheduler.config._quantity import format_resources
 from scheduler.simulate._result import Checks, Distribution, QueueSummary, RunResult, Summary
-from scheduler.simulate._units import short_duration
+from scheduler.simulate._units import counted, short_duration
 
 __all__ = ["INSTALL_HINT", "REPORT_FILES", "PlotsUnavailable", "write_report"]
 
@@ -217,12 +217,14 @@ def _utilization(summary: Summary) -> str:
     return ", ".join(f"{n} {_pct(summary.utilization[n])}" for n in names) or "none"
 
 
-def _distribution(d: Distribution, what: str) -> str:
+def _distribution(d: Distribution, noun: str, after: str = "") -> str:
+    """``150 pods: mean 1m20s, p50 ...`` (``no pods`` when there are none)."""
     if d.count == 0:
-        return f"no {what}"
+        return f"no {noun}s{after}"
     return (
-        f"{d.count:,} {what}: mean {short_duration(d.mean)}, p50 {short_duration(d.p50)}, "
-        f"p90 {short_duration(d.p90)}, p99 {short_duration(d.p99)}, max {short_duration(d.max)}"
+        f"{counted(d.count, noun)}{after}: mean {short_duration(d.mean)}, "
+        f"p50 {short_duration(d.p50)}, p90 {short_duration(d.p90)}, "
+        f"p99 {short_duration(d.p99)}, max {short_duration(d.max)}"
     )
 
 
@@ -239,7 +241,7 @@ def _check_rows(checks: Checks, queues: Sequence[QueueSummary]) -> list[tuple[st
         (
             "every job finished",
             _verdict(checks.all_finished),
-            f"{checks.jobs_finished:,} of {checks.jobs_submitted:,} jobs",
+            f"{checks.jobs_finished:,} of {counted(checks.jobs_submitted, 'job')}",
         ),
         (
             "every job accepted",
@@ -251,7 +253,7 @@ def _check_rows(checks: Checks, queues: Sequence[QueueSummary]) -> list[tuple[st
             "no gang ran with part of its members",
             _verdict(not checks.partial_gangs),
             "; ".join(checks.partial_gangs)
-            or f"{checks.gangs_whole:,} of {checks.gangs:,} gangs whole",
+            or f"{checks.gangs_whole:,} of {counted(checks.gangs, 'gang')} whole",
         ),
     ]
     by_path = {q.queue: q for q in queues}
@@ -337,8 +339,8 @@ def _run_blocks(result: RunResult, summary: Summary, heading: str) -> list[_Bloc
                 f"{summary.pods_submitted:,} submitted, {summary.pods_allocated:,} allocated, "
                 f"{summary.pods_finished:,} finished",
             ),
-            ("pending time", _distribution(summary.pending_time, "pods")),
-            ("gang wait", _distribution(summary.gang_wait, "gangs whole")),
+            ("pending time", _distribution(summary.pending_time, "pod")),
+            ("gang wait", _distribution(summary.gang_wait, "gang", " whole")),
             ("mean utilization", _utilization(summary)),
             ("preemptions", f"{summary.preemptions:,}"),
             ("checks", f"{passed} of {total} passed"),

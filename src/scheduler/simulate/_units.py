@@ -30,8 +30,11 @@ def time_unit(span: float) -> TimeUnit:
 
 def short_duration(seconds: float) -> str:
     """A duration for a reader, as Go writes one (the project's ``format_duration``), with
-    tenths of a second below a minute and whole seconds above: ``42.5s``, ``3m12s``,
-    ``1h0m0s``."""
+    whole milliseconds below a second (a run on the wall clock, ``--connect``, waits that
+    little), tenths of a second below a minute and whole seconds above: ``2ms``,
+    ``42.5s``, ``3m12s``, ``1h0m0s``."""
+    if seconds < 1:
+        return format_duration(round(seconds, 3))
     return format_duration(round(seconds, 1) if seconds < 60 else round(seconds))
 
 

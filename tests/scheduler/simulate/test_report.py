@@ -268,3 +268,27 @@ def test_one_run_removes_the_comparison_an_earlier_run_of_several_left(tmp_path:
     write_report([run], [summary], tmp_path)
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([*REPORT_FILES, "notes.txt"])
     assert "comparison.png" not in (tmp_path / "index.html").read_text(encoding="utf-8")
+
+
+def test_counts_of_one_are_in_the_singular(tmp_path: Path) -> None:
+    run, summary = one_run()
+    one = Distribution(count=1, mean=0.002, p50=0.002, p90=0.002, p99=0.002, max=0.002)
+    summary = msgspec.structs.replace(
+        summary,
+        pending_time=one,
+        gang_wait=msgspec.structs.replace(one, mean=30.0, p50=30.0, p90=30.0, p99=30.0, max=30.0),
+        checks=msgspec.structs.replace(
+            summary.checks,
+            jobs_submitted=1,
+            jobs_finished=1,
+            all_finished=True,
+            gangs=1,
+            gangs_whole=1,
+        ),
+    )
+    write_report([run], [summary], tmp_path)
+    text = (tmp_path / "report.md").read_text(encoding="utf-8")
+    assert "- **pending time**: 1 pod: mean 2ms, p50 2ms, p90 2ms, p99 2ms, max 2ms" in text
+    assert "- **gang wait**: 1 gang whole: mean 30s," in text
+    assert "| every job finished | pass | 1 of 1 job |" in text
+    assert "| no gang ran with part of its members | pass | 1 of 1 gang whole |" in text
