@@ -292,3 +292,29 @@ def test_counts_of_one_are_in_the_singular(tmp_path: Path) -> None:
     assert "- **gang wait**: 1 gang whole: mean 30s," in text
     assert "| every job finished | pass | 1 of 1 job |" in text
     assert "| no gang ran with part of its members | pass | 1 of 1 gang whole |" in text
+
+
+def test_utilization_png_shows_memory_and_vcore_when_they_are_equal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from matplotlib.figure import Figure
+
+    from scheduler.simulate import _plots
+
+    figures: list[Figure] = []
+    save = _plots._save
+    monkeypatch.setattr(_plots, "_save", lambda fig, *a: (figures.append(fig), save(fig, *a))[1])
+    run = make_run("equal")  # memory and vcore the same share of the capacity at every sample
+    run.samples = [
+        msgspec.structs.replace(s, allocated={"memory": 128 << 30, "vcore": 32_000})
+        for s in run.samples
+    ]
+    with _plots.style():
+        _plots.plot_utilization([run], tmp_path)
+    memory, vcore = figures[0].axes[0].get_lines()[:2]
+    assert (memory.get_label(), vcore.get_label()) == ("memory", "vcore")
+    assert list(memory.get_ydata()) == list(vcore.get_ydata())
+    # vcore drawn over memory, narrower and dashed: memory shows around and between its dashes
+    assert vcore.get_zorder() > memory.get_zorder()
+    assert vcore.get_linewidth() < memory.get_linewidth()
+    assert memory.get_linestyle() == "-" and vcore.get_linestyle() not in ("-", "None")
