@@ -303,7 +303,12 @@ def test_utilization_png_shows_memory_and_vcore_when_they_are_equal(
 
     figures: list[Figure] = []
     save = _plots._save
-    monkeypatch.setattr(_plots, "_save", lambda fig, *a: (figures.append(fig), save(fig, *a))[1])
+
+    def keep(fig: Figure, folder: Path, name: str) -> Path:
+        figures.append(fig)
+        return save(fig, folder, name)
+
+    monkeypatch.setattr(_plots, "_save", keep)
     run = make_run("equal")  # memory and vcore the same share of the capacity at every sample
     run.samples = [
         msgspec.structs.replace(s, allocated={"memory": 128 << 30, "vcore": 32_000})
@@ -313,7 +318,7 @@ def test_utilization_png_shows_memory_and_vcore_when_they_are_equal(
         _plots.plot_utilization([run], tmp_path)
     memory, vcore = figures[0].axes[0].get_lines()[:2]
     assert (memory.get_label(), vcore.get_label()) == ("memory", "vcore")
-    assert list(memory.get_ydata()) == list(vcore.get_ydata())
+    assert memory.get_ydata().tolist() == vcore.get_ydata().tolist()  # type: ignore[union-attr]
     # vcore drawn over memory, narrower and dashed: memory shows around and between its dashes
     assert vcore.get_zorder() > memory.get_zorder()
     assert vcore.get_linewidth() < memory.get_linewidth()
