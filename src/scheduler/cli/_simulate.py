@@ -323,11 +323,14 @@ def _checks_hold(s: Summary) -> bool:
 
 
 def _headline(out: Console, s: Summary) -> None:
+    from scheduler.simulate._units import counted, short_duration
+
     c = s.checks
     util = ", ".join(f"{k} {v:.0%}" for k, v in s.utilization.items()) or "-"
     out.print(
-        f"{s.scenario} [{s.configuration}] seed {s.seed}: {s.duration:,.0f}s virtual in "
-        f"{s.wall_seconds:.1f}s wall ({s.pods_per_wall_second:,.0f} pods/s)",
+        f"{s.scenario} [{s.configuration}] seed {s.seed}: "
+        f"{short_duration(s.duration)} virtual in {s.wall_seconds:.1f}s wall "
+        f"({s.pods_per_wall_second:,.0f} pods/s)",
         soft_wrap=True,
     )
     out.print(
@@ -337,10 +340,17 @@ def _headline(out: Console, s: Summary) -> None:
         soft_wrap=True,
     )
     out.print(
-        f"  pending p50 {s.pending_time.p50:g}s p90 {s.pending_time.p90:g}s "
-        f"p99 {s.pending_time.p99:g}s; utilization {util}",
+        f"  pending p50 {short_duration(s.pending_time.p50)} "
+        f"p90 {short_duration(s.pending_time.p90)} "
+        f"p99 {short_duration(s.pending_time.p99)}; utilization {util}",
         soft_wrap=True,
     )
+    if s.jobs_rejected:
+        first = c.rejected_jobs[0] if c.rejected_jobs else "-"
+        out.print(
+            f"  rejected by the core: {counted(s.jobs_rejected, 'job')}, first: {first}",
+            soft_wrap=True,
+        )
     missed = [q for q, ok in c.guarantees_reached.items() if not ok]
     out.print(
         f"  checks: over capacity {len(c.over_capacity)}, partial gangs {len(c.partial_gangs)}, "
@@ -352,6 +362,6 @@ def _headline(out: Console, s: Summary) -> None:
             out.print(
                 f"    {q.queue}: guaranteed {format_resources(q.guaranteed, sep='=')}, "
                 f"peak {format_resources(q.peak, sep='=') or '-'}, "
-                f"starved {q.starved_seconds:,.0f}s",
+                f"starved {short_duration(q.starved_seconds)}",
                 soft_wrap=True,
             )

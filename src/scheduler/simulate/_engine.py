@@ -33,6 +33,7 @@ from scheduler.core import start_scheduler
 from scheduler.simulate._model import ClusterEvent, Configuration, Scenario, ScenarioError
 from scheduler.simulate._result import QueueSample, RunResult, Sample, SimEvent
 from scheduler.simulate._shim import PARTITION, RM_ID, SimulatedShim, draw_runtime
+from scheduler.simulate._units import counted, short_duration
 from scheduler.testing import ManualClock
 
 __all__ = ["OnSample", "arrival_times", "run_all", "run_scenario"]
@@ -142,6 +143,7 @@ class _Engine:
         self.heap: list[tuple[int, int, Callable[[], None]]] = []
         self.seq = 0
         self.samples: list[Sample] = []
+        self.skipped: list[SimEvent] = []  # events after the end, never played
         self.restart = False
         self.sample_due = False
         self.wall0 = 0.0
@@ -222,7 +224,10 @@ class _Engine:
                 runtimes = [draw_runtime(rng, w.job) for _ in range(real)]
                 self.schedule(at, partial(self.shim.arrive, w, number, runtimes))
         for event in s.events:
-            self.schedule(event.at, partial(self._event, event))
+            if math.ceil(event.at / self.tick - 1e-9) > self.last:
+                self.skipped.append(_skipped(event, self.last * self.tick))
+            else:
+                self.schedule(event.at, partial(self._event, event))
         every = max(1, round(s.sample_every / self.tick))
         for index in range(0, self.last + 1, every):
             self.schedule(index * self.tick, self._sample_later)
@@ -235,17 +240,29 @@ class _Engine:
     def _event(self, event: ClusterEvent) -> None:
         now = self.now()
         groups = {g.name: g for g in self.scenario.nodes}
+        group = event.group
         if event.kind == "nodes_added":
-            ids = self.shim.add_nodes(groups[event.group], event.count)
-            detail = f"{len(ids)} nodes of {event.group} added: {_ids(ids)}"
+            ids = self.shim.add_nodes(groups[group], event.count)
+            detail = f"{counted(len(ids), 'node')} of {group} added: {_ids(ids)}"
             kind = "node-added"
         elif event.kind == "nodes_drained":
-            ids = self.shim.drain_nodes(event.group, event.count)
-            detail = f"{len(ids)} nodes of {event.group} drained: {_ids(ids)}"
+            up = len(self.shim.group_nodes(group, "up"))
+            ids = self.shim.drain_nodes(group, event.count)
+            if ids:
+                detail = f"{counted(len(ids), 'node')} of {group} drained"
+                detail += _short(len(ids), event.count, up) + f": {_ids(ids)}"
+            else:
+                detail = f"none: {_none_left(self.shim, group, 'drained')}"
             kind = "node-drained"
         elif event.kind == "nodes_removed":
-            ids, lost = self.shim.remove_nodes(event.group, event.count)
-            detail = f"{len(ids)} nodes of {event.group} removed, {lost} pods lost: {_ids(ids)}"
+            up = len(self.shim.group_nodes(group, "up", "drained"))
+            ids, lost = self.shim.remove_nodes(group, event.count)
+            if ids:
+                detail = f"{counted(len(ids), 'node')} of {group} removed"
+                detail += _short(len(ids), event.count, up)
+                detail += f", {counted(lost, 'pod')} lost: {_ids(ids)}"
+            else:
+                detail = f"none: {_none_left(self.shim, group, 'removed')}"
             kind = "node-removed"
         else:
             self.restart = True
@@ -267,8 +284,9 @@ class _Engine:
             SimEvent(
                 time=self.now(),
                 kind="rm-restarted",
-                detail=f"recovered {len(apps.new)} applications, {len(nodes.nodes)} node "
-                f"updates with {recovered} pods, {len(asks)} pods waiting",
+                detail=f"recovered {counted(len(apps.new), 'application')}, "
+                f"{counted(len(nodes.nodes), 'node update')} with {counted(recovered, 'pod')}, "
+                f"{counted(len(asks), 'pod')} waiting",
             )
         )
         await self._flush()
@@ -351,10 +369,35 @@ class _Engine:
             samples=self.samples,
             pods=shim.pod_records,
             gangs=shim.gang_records,
-            events=shim.events,
+            events=[*shim.events, *self.skipped],  # the skipped come after every other
             jobs=shim.job_records,
             breaches=breaches,
         )
+
+
+def _skipped(event: ClusterEvent, end: float) -> SimEvent:
+    """An event the scenario puts after the run's end, as the events list shows it."""
+    what = event.kind if event.kind == "rm_restart" else f"{event.kind} of {event.group}"
+    if event.kind != "rm_restart":
+        what += f" ({event.count:,})"
+    return SimEvent(
+        time=event.at,
+        kind="skipped",
+        detail=f"{what}: after the run's end ({short_duration(end)}), not played",
+    )
+
+
+def _short(done: int, asked: int, up: int) -> str:
+    """What an event that could not happen in full did: `` (3 of the 10 asked: the group
+    had 3 up)``; nothing when it did."""
+    return "" if done >= asked else f" ({done:,} of the {asked:,} asked: the group had {up:,} up)"
+
+
+def _none_left(shim: SimulatedShim, group: str, what: str) -> str:
+    """Why an event found no node of ``group`` to drain or remove."""
+    if what == "drained" and shim.group_nodes(group, "drained"):
+        return f"every node of {group} is drained already"
+    return f"every node of {group} is removed already"
 
 
 def _ids(ids: list[str]) -> str:

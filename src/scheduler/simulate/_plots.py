@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
 from matplotlib import rc_context
 from matplotlib.artist import Artist
@@ -50,6 +50,12 @@ MAX_QUEUE_PANELS: Final = 12  # queues.png shows at most this many queues (the b
 _DPI: Final = 100
 _RUN_COLOURS: Final = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple")
 _RESOURCE_COLOURS: Final = {MEMORY: "tab:blue", VCORE: "tab:orange"}
+# utilization.png: memory wide and solid, vcore narrower, dashed and drawn over it, so that
+# where the two are equal both show (blue edges and gaps around the orange dashes)
+_RESOURCE_LINES: Final[dict[str, dict[str, Any]]] = {
+    MEMORY: {"linestyle": "-", "linewidth": 3.0, "zorder": 2},
+    VCORE: {"linestyle": (0, (5, 3)), "linewidth": 1.6, "zorder": 3},
+}
 _BOUND: Final = "0.3"  # a queue's bound that every run shares
 _STYLES: Final[dict[str, Literal["-", "--", ":"]]] = {
     "allocated": "-",
@@ -170,6 +176,8 @@ def _events(ax: Axes, result: RunResult, unit: TimeUnit) -> None:
     at the same moment share a line and a label)."""
     at: dict[float, list[str]] = {}
     for event in result.events:
+        if event.kind == "skipped":  # after the run's end: it did not happen
+            continue
         at.setdefault(event.time, []).append(event.kind)
     # x in data, y in axes fraction, the text 3 pixels right of its line
     transform = offset_copy(ax.get_xaxis_transform(), x=3, y=0, units="dots")
@@ -219,6 +227,7 @@ def plot_utilization(results: Sequence[RunResult], folder: Path) -> Plot:
                 color=_RESOURCE_COLOURS[name],
                 label=name,
                 drawstyle="steps-post",
+                **_RESOURCE_LINES[name],
             )
         _events(ax, result, unit)
         ax.set_ylim(0, _percent_top([result]))
@@ -231,8 +240,8 @@ def plot_utilization(results: Sequence[RunResult], folder: Path) -> Plot:
     axes[-1].set_xlim(left=0)
     return Plot(
         _save(fig, folder, "utilization.png").name,
-        "Cluster utilization: memory and vcore allocated as a share of the capacity of the "
-        "nodes that are up; dotted lines are cluster events.",
+        "Cluster utilization: memory (solid) and vcore (dashed) allocated as a share of the "
+        "capacity of the nodes that are up; dotted lines are cluster events.",
     )
 
 

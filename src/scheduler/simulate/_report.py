@@ -24,7 +24,7 @@ from typing import Final
 from scheduler._errors import SchedulerError
 from scheduler.config._quantity import format_resources
 from scheduler.simulate._result import Checks, Distribution, QueueSummary, RunResult, Summary
-from scheduler.simulate._units import short_duration
+from scheduler.simulate._units import counted, short_duration
 
 __all__ = ["INSTALL_HINT", "REPORT_FILES", "PlotsUnavailable", "write_report"]
 
@@ -39,6 +39,7 @@ REPORT_FILES: Final = (
     "gang-wait.png",
     "preemptions.png",
 )
+COMPARISON: Final = "comparison.png"  # several runs only; removed when there is one
 _MAX_EVENTS: Final = 40  # rows of a run's event table; the others are counted
 _MAX_BREACHES: Final = 5  # over-capacity breaches named; the others are counted
 
@@ -216,12 +217,14 @@ def _utilization(summary: Summary) -> str:
     return ", ".join(f"{n} {_pct(summary.utilization[n])}" for n in names) or "none"
 
 
-def _distribution(d: Distribution, what: str) -> str:
+def _distribution(d: Distribution, noun: str, after: str = "") -> str:
+    """``150 pods: mean 1m20s, p50 ...`` (``no pods`` when there are none)."""
     if d.count == 0:
-        return f"no {what}"
+        return f"no {noun}s{after}"
     return (
-        f"{d.count:,} {what}: mean {short_duration(d.mean)}, p50 {short_duration(d.p50)}, "
-        f"p90 {short_duration(d.p90)}, p99 {short_duration(d.p99)}, max {short_duration(d.max)}"
+        f"{counted(d.count, noun)}{after}: mean {short_duration(d.mean)}, "
+        f"p50 {short_duration(d.p50)}, p90 {short_duration(d.p90)}, "
+        f"p99 {short_duration(d.p99)}, max {short_duration(d.max)}"
     )
 
 
@@ -238,14 +241,19 @@ def _check_rows(checks: Checks, queues: Sequence[QueueSummary]) -> list[tuple[st
         (
             "every job finished",
             _verdict(checks.all_finished),
-            f"{checks.jobs_finished:,} of {checks.jobs_submitted:,} jobs",
+            f"{checks.jobs_finished:,} of {counted(checks.jobs_submitted, 'job')}",
+        ),
+        (
+            "every job accepted",
+            _verdict(not checks.rejected_jobs),
+            "; ".join(checks.rejected_jobs) or "none rejected",
         ),
         ("no node used beyond its capacity", _verdict(not breaches), named or "none"),
         (
             "no gang ran with part of its members",
             _verdict(not checks.partial_gangs),
             "; ".join(checks.partial_gangs)
-            or f"{checks.gangs_whole:,} of {checks.gangs:,} gangs whole",
+            or f"{checks.gangs_whole:,} of {counted(checks.gangs, 'gang')} whole",
         ),
     ]
     by_path = {q.queue: q for q in queues}
@@ -331,8 +339,8 @@ def _run_blocks(result: RunResult, summary: Summary, heading: str) -> list[_Bloc
                 f"{summary.pods_submitted:,} submitted, {summary.pods_allocated:,} allocated, "
                 f"{summary.pods_finished:,} finished",
             ),
-            ("pending time", _distribution(summary.pending_time, "pods")),
-            ("gang wait", _distribution(summary.gang_wait, "gangs whole")),
+            ("pending time", _distribution(summary.pending_time, "pod")),
+            ("gang wait", _distribution(summary.gang_wait, "gang", " whole")),
             ("mean utilization", _utilization(summary)),
             ("preemptions", f"{summary.preemptions:,}"),
             ("checks", f"{passed} of {total} passed"),
@@ -416,7 +424,9 @@ def _check_input(results: Sequence[RunResult], summaries: Sequence[Summary]) -> 
 
 def write_report(results: list[RunResult], summaries: list[Summary], folder: Path) -> list[Path]:
     """Write ``report.md``, ``index.html`` and the plots of ``results`` into ``folder``
-    (made if missing) and return the paths written, the Markdown and the page first.
+    (made if missing) and return the paths written, the Markdown and the page first. With
+    one run, a ``comparison.png`` an earlier run of several configurations left there is
+    removed (no other file is touched).
 
     ``summaries[i]`` is the Summary of ``results[i]``. Raises :class:`PlotsUnavailable`
     without matplotlib (before writing anything), and ``SchedulerError`` when the two
@@ -442,6 +452,8 @@ def write_report(results: list[RunResult], summaries: list[Summary], folder: Pat
         ]
         if len(results) > 1:
             plots.append(_plots.plot_comparison(results, summaries, folder))
+        else:  # one run: a comparison left by an earlier run of several would mislead
+            (folder / COMPARISON).unlink(missing_ok=True)
     blocks = _document(results, summaries, [_Figure(p.name, p.caption) for p in plots])
     markdown = folder / "report.md"
     markdown.write_text(_markdown(blocks), encoding="utf-8")

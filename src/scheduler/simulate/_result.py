@@ -39,7 +39,9 @@ class Sample(msgspec.Struct, frozen=True, kw_only=True):
     ``sample_every`` seconds and one at the end."""
 
     time: float
-    capacity: dict[str, int]  # schedulable resources of the nodes that are up
+    # resources of the nodes that are up: drained nodes count until they are removed (they
+    # take no new pods, but theirs run on and are in ``allocated``)
+    capacity: dict[str, int]
     allocated: dict[str, int]  # what the core has allocated on them
     pending_pods: int  # submitted, not yet allocated (placeholders included)
     running_pods: int  # allocated and not yet released (placeholders included)
@@ -73,8 +75,10 @@ class PodRecord(msgspec.Struct, kw_only=True):
 class JobRecord(msgspec.Struct, kw_only=True):
     """One job (one application) from arrival to its end. A job ``finished`` when every
     one of its pods ran its run time; ``failed`` when the core rejected or failed it (a
-    Hard gang that timed out). A service without a run time is ``long_running``: it runs
-    until the end and is not expected to finish."""
+    Hard gang that timed out); ``rejected`` holds the core's reason when it rejected the
+    application (a queue that does not exist or is a parent, a submit ACL that refuses the
+    user, no placement rule that matched): such a job is ``failed`` too. A service without
+    a run time is ``long_running``: it runs until the end and is not expected to finish."""
 
     job: str
     kind: str
@@ -85,6 +89,7 @@ class JobRecord(msgspec.Struct, kw_only=True):
     finished: float | None = None
     failed: bool = False
     long_running: bool = False
+    rejected: str = ""  # the core's reason for rejecting the application ("" if it did not)
 
 
 class GangRecord(msgspec.Struct, kw_only=True):
@@ -103,7 +108,9 @@ class GangRecord(msgspec.Struct, kw_only=True):
 class SimEvent(msgspec.Struct, frozen=True, kw_only=True):
     """A cluster event the scenario scheduled, as it happened: ``kind`` is ``node-added``,
     ``node-drained``, ``node-removed`` or ``rm-restarted``; ``detail`` says what (node ids,
-    counts)."""
+    counts, and how much of it happened when the group had fewer nodes than asked). An
+    event the scenario puts after the run's end is not played: it is listed last, at its
+    own time, with ``kind`` ``skipped``."""
 
     time: float
     kind: str
@@ -148,8 +155,9 @@ class QueueSummary(msgspec.Struct, frozen=True, kw_only=True):
     peak: dict[str, int]  # the most it had allocated at any sample
     mean_share: dict[str, float]  # mean of allocated / guaranteed per guaranteed resource
     # The first sample at which it held, of every guaranteed resource, its guarantee or all
-    # it asked for if that is less, counted from when it first had pods pending; None if it
-    # never did (or had no guarantee, or never asked for anything).
+    # it asked for if that is less (holding something: a queue that holds nothing and asks
+    # nothing has not), counted from when it first had pods pending; None if it never did
+    # (or had no guarantee, or never asked for anything).
     guarantee_reached_after: float | None
     # Time with pods pending while it held less than that (its guarantee, or what it asked).
     starved_seconds: float
@@ -167,6 +175,11 @@ class Checks(msgspec.Struct, frozen=True, kw_only=True):
     gangs_whole: int
     partial_gangs: list[str]  # gangs that ran with part of their members (goal: none)
     guarantees_reached: dict[str, bool]  # per queue with a guarantee and pods pending
+    # Applications the core rejected (goal: none), grouped by workload and reason, in the
+    # order first seen: "job: reason" for one job, "12 jobs of workload w: reason" for
+    # several (the job's id in a reason written "..."); the first 10 groups, then
+    # "... and N more jobs".
+    rejected_jobs: list[str] = msgspec.field(default_factory=list)
 
 
 class Summary(msgspec.Struct, frozen=True, kw_only=True):
@@ -189,4 +202,5 @@ class Summary(msgspec.Struct, frozen=True, kw_only=True):
     queues: list[QueueSummary]
     checks: Checks
     pods_lost: int = 0  # real pods on nodes removed under them (each resubmitted)
-    jobs_failed: int = 0  # jobs the core rejected or failed (a Hard gang timed out)
+    jobs_failed: int = 0  # jobs the core failed (a Hard gang timed out, a pod rejected)
+    jobs_rejected: int = 0  # jobs whose application the core rejected (not in jobs_failed)

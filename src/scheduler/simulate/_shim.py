@@ -138,7 +138,8 @@ class SimulatedShim(ResourceManagerCallback):
         self.events: list[SimEvent] = []
         self.breaches: list[str] = []
         self.breach_count = 0
-        self.capacity: dict[str, int] = {}  # nodes up and schedulable
+        # the nodes that are up, drained ones included (their pods run on) until removed
+        self.capacity: dict[str, int] = {}
         self.pending_pods = 0
         self.running_pods = 0
         self.allocations = 0
@@ -173,26 +174,32 @@ class SimulatedShim(ResourceManagerCallback):
             existing_allocations=existing or [],
         )
 
-    def _group_nodes(self, group: str, state: str) -> list[Node]:
-        return [n for n in self.nodes.values() if n.group == group and n.state == state]
+    def group_nodes(self, group: str, *states: str) -> list[Node]:
+        """The nodes of ``group`` in one of ``states``, those in the first state first."""
+        return [
+            n
+            for state in states
+            for n in self.nodes.values()
+            if n.group == group and n.state == state
+        ]
 
     def drain_nodes(self, group: str, count: int) -> list[str]:
-        """The last ``count`` nodes of ``group`` that are up stop taking pods; theirs run on."""
-        chosen = self._group_nodes(group, "up")[-count:]
+        """The last ``count`` nodes of ``group`` that are up stop taking pods; theirs run on
+        (a drained node's capacity counts until it is removed: its pods hold it)."""
+        chosen = self.group_nodes(group, "up")[-count:] if count > 0 else []
         for node in chosen:
             node.state = "drained"
-            _sub(self.capacity, node.capacity)
             self.out.nodes.append(self._node_info(node, si.ActionFromRM.DRAIN_NODE))
         return [n.id for n in chosen]
 
     def remove_nodes(self, group: str, count: int) -> tuple[list[str], int]:
         """The last ``count`` nodes of ``group`` (drained ones first) go, with their pods:
         each real pod is lost and resubmitted, as Kubernetes recreates it elsewhere."""
-        chosen = (self._group_nodes(group, "up") + self._group_nodes(group, "drained"))[-count:]
+        up = self.group_nodes(group, "up", "drained")
+        chosen = up[-count:] if count > 0 else []
         lost = 0
         for node in chosen:
-            if node.state == "up":
-                _sub(self.capacity, node.capacity)
+            _sub(self.capacity, node.capacity)
             node.state = "removed"
             self.out.nodes.append(self._node_info(node, si.ActionFromRM.DECOMISSION))
             for pod in list(node.pods.values()):
@@ -496,7 +503,8 @@ class SimulatedShim(ResourceManagerCallback):
         now = self.now()
         for rejected in response.rejected:
             job = self.jobs.get(rejected.application_id)
-            if job is not None:
+            if job is not None and not job.ended:
+                job.record.rejected = rejected.reason or "rejected, no reason given"
                 self._end(job, failed=True)
         for update in response.updated:
             job = self.jobs.get(update.application_id)

@@ -19,16 +19,19 @@ import msgspec
 from scheduler.simulate._result import (
     Checks,
     Distribution,
+    JobRecord,
     QueueSample,
     QueueSummary,
     RunResult,
     Sample,
     Summary,
 )
+from scheduler.simulate._units import counted
 
 __all__ = ["distribution", "summarize", "summary_json", "write_summary"]
 
 SUMMARY_FILE = "summary.json"
+MAX_REJECTED: Final = 10  # groups of rejected jobs the checks name; the others counted
 _ENCODER = msgspec.json.Encoder(order="deterministic")
 
 
@@ -87,6 +90,7 @@ def summarize(result: RunResult) -> Summary:
             for q in queues
             if q.guaranteed and _asked(result.samples, q.queue)
         },
+        rejected_jobs=_rejected(jobs),
     )
     wall = result.wall_seconds
     return Summary(
@@ -106,8 +110,30 @@ def summarize(result: RunResult) -> Summary:
         queues=queues,
         checks=checks,
         pods_lost=sum(1 for p in real if p.lost),
-        jobs_failed=sum(1 for j in jobs if j.failed),
+        jobs_failed=sum(1 for j in jobs if j.failed and not j.rejected),
+        jobs_rejected=sum(1 for j in jobs if j.rejected),
     )
+
+
+def _rejected(jobs: Sequence[JobRecord]) -> list[str]:
+    """The rejected jobs grouped by workload and reason (the job's id in the reason made
+    ``...``), in the order first seen: ``"job: reason"`` for one job, ``"12 jobs of
+    workload w: reason"`` for several; the first ``MAX_REJECTED`` groups, then a line
+    counting the jobs of the others."""
+    groups: dict[tuple[str, str], list[JobRecord]] = {}
+    for j in jobs:
+        if j.rejected:
+            groups.setdefault((j.workload, j.rejected.replace(j.job, "...")), []).append(j)
+    lines = [
+        f"{group[0].job}: {group[0].rejected}"
+        if len(group) == 1
+        else f"{len(group):,} jobs of workload {workload}: {reason}"
+        for (workload, reason), group in list(groups.items())[:MAX_REJECTED]
+    ]
+    more = sum(len(ids) for ids in list(groups.values())[MAX_REJECTED:])
+    if more:
+        lines.append(f"... and {counted(more, 'more job')}")
+    return lines
 
 
 def _asked(samples: Sequence[Sample], queue: str) -> bool:
@@ -142,6 +168,14 @@ def _below(q: QueueSample) -> bool:
     )
 
 
+def _reached(q: QueueSample) -> bool:
+    """The queue holds, of every guaranteed resource, its guarantee or all it asks for if
+    that is less, and holds something: a queue that holds nothing and asks nothing (its
+    only job failed or was rejected) has not reached its guarantee."""
+    held = any(q.allocated.get(name, 0) > 0 for name, value in q.guaranteed.items() if value > 0)
+    return held and not _below(q)
+
+
 def _queue(name: str, points: list[tuple[float, QueueSample]]) -> QueueSummary:
     last = points[-1][1]
     peak: dict[str, int] = {}
@@ -158,7 +192,7 @@ def _queue(name: str, points: list[tuple[float, QueueSample]]) -> QueueSummary:
         asking = any(q.pending.values())
         if asking and first_pending is None:
             first_pending = t
-        if q.guaranteed and first_pending is not None and reached is None and not _below(q):
+        if q.guaranteed and first_pending is not None and reached is None and _reached(q):
             # every pod it asked for within its guarantee placed, or the guarantee reached
             reached = t - first_pending
         if asking and q.guaranteed and _below(q) and i + 1 < len(points):

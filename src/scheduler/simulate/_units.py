@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from scheduler.config._duration import format_duration
 
-__all__ = ["TimeUnit", "short_duration", "time_unit"]
+__all__ = ["TimeUnit", "counted", "short_duration", "time_unit"]
 
 
 @dataclass(frozen=True)
@@ -30,6 +30,15 @@ def time_unit(span: float) -> TimeUnit:
 
 def short_duration(seconds: float) -> str:
     """A duration for a reader, as Go writes one (the project's ``format_duration``), with
-    tenths of a second below a minute and whole seconds above: ``42.5s``, ``3m12s``,
-    ``1h0m0s``."""
+    whole milliseconds below a second (a run on the wall clock, ``--connect``, waits that
+    little), tenths of a second below a minute and whole seconds above: ``2ms``,
+    ``42.5s``, ``3m12s``, ``1h0m0s``."""
+    if seconds < 1:
+        return format_duration(round(seconds, 3))
     return format_duration(round(seconds, 1) if seconds < 60 else round(seconds))
+
+
+def counted(count: int, word: str, plural: str = "") -> str:
+    """``count`` and ``word``, in the plural unless it is one: ``1 node``, ``3 nodes``,
+    ``1,200 pods`` (``plural`` for a word that does not take an ``s``)."""
+    return f"{count:,} {word if count == 1 else plural or word + 's'}"

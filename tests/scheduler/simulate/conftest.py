@@ -24,12 +24,20 @@ queues:
 """
 
 
-def scenario(body: str, *, nodes: int = 4, duration: str = "30m", queues: str = QUEUES) -> Scenario:
-    """A scenario of ``nodes`` nodes of 16Gi/4 vcores, queues root.a and root.b (each
-    guaranteed half of four nodes), and ``body`` (workloads, events, ...)."""
+def scenario(
+    body: str,
+    *,
+    nodes: int = 4,
+    duration: str = "30m",
+    queues: str = QUEUES,
+    capacity: str = "{memory: 16Gi, vcore: 4}",
+) -> Scenario:
+    """A scenario of ``nodes`` nodes of ``capacity`` (16Gi/4 vcores), queues root.a and
+    root.b (each guaranteed half of four such nodes), and ``body`` (workloads, events,
+    ...)."""
     text = (
         f"name: test\nseed: 11\nduration: {duration}\nsample_every: 30s\n"
-        f"nodes:\n  - {{group: w, count: {nodes}, capacity: {{memory: 16Gi, vcore: 4}}}}\n"
+        f"nodes:\n  - {{group: w, count: {nodes}, capacity: {capacity}}}\n"
         + queues
         + textwrap.dedent(body)
     )

@@ -4,9 +4,11 @@ against a daemon."""
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 from pathlib import Path
 
+import msgspec
 import pytest
 from typer.testing import CliRunner
 
@@ -199,3 +201,51 @@ def test_replay_with_a_bad_queues_file_exits_2_before_playing(tmp_path: Path) ->
     assert result.exit_code == 2, result.output
     said = " ".join(result.output.split())
     assert f"--queues {bad}:" in said and "lots" in said, said
+
+
+def test_the_headline_names_the_rejected_jobs_and_the_first_reason() -> None:
+    from rich.console import Console
+
+    from scheduler.cli._simulate import _headline
+
+    s = summarize(asyncio.run(run_scenario(scenario(REJECTED, duration="5m"))))
+    console = Console(record=True, width=200, file=io.StringIO())
+    _headline(console, s)
+    text = console.export_text()
+    assert (
+        "rejected by the core: 2 jobs, first: 2 jobs of workload lost: "
+        "queue root.nope does not exist in partition default"
+    ) in text
+    assert "(0 failed)" in text
+
+
+REJECTED = """\
+workloads:
+  - name: lost
+    queue: root.nope
+    arrivals: {fixed: [0s, 1m]}
+    job: {kind: batch, pods: 1, resource: {memory: 1Gi, vcore: 1}, runtime: 1m}
+"""
+
+
+def test_the_headline_writes_durations_as_durations() -> None:
+    """Pending times under --connect are fractions of a second: 2ms, not 0.00212918s."""
+    from rich.console import Console
+
+    from scheduler.cli._simulate import _headline
+    from scheduler.simulate import Distribution
+
+    from .runs import make_run
+    from .runs import summarize as by_hand
+
+    s = msgspec.structs.replace(
+        by_hand(make_run()),
+        duration=10_800.0,
+        pending_time=Distribution(count=3, mean=0.5, p50=0.00212918, p90=1.25, p99=61.4, max=61.4),
+    )
+    console = Console(record=True, width=200, file=io.StringIO())
+    _headline(console, s)
+    text = console.export_text()
+    assert "seed 7: 3h0m0s virtual in 4.2s wall" in text
+    assert "pending p50 2ms p90 1.2s p99 1m1s;" in text
+    assert "starved 2m0s" in text

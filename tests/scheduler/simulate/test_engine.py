@@ -3,10 +3,13 @@ restart, and the checks of summary.json, on small scenarios in virtual time."""
 
 from __future__ import annotations
 
+import io
 import random
 
 import pytest
+from rich.console import Console
 
+from scheduler.cli._live import LiveView
 from scheduler.simulate import (
     PodRecord,
     RunResult,
@@ -18,7 +21,7 @@ from scheduler.simulate import (
 )
 from scheduler.simulate._engine import arrival_times
 
-from .conftest import scenario, without_wall
+from .conftest import QUEUES, scenario, without_wall
 
 pytestmark = pytest.mark.asyncio
 
@@ -261,3 +264,116 @@ async def test_realtime_plays_the_same_run_on_the_wall_clock() -> None:
     paced = await run_scenario(s, realtime=True, speed=600)
     assert paced.wall_seconds >= 0.15  # 120 virtual seconds at 600x
     assert without_wall(summarize(paced)) == without_wall(virtual)
+
+
+async def test_a_drained_node_counts_in_the_capacity_until_it_is_removed() -> None:
+    body = """\
+workloads:
+  - name: fill
+    queue: root.a
+    arrivals: {fixed: [0s]}
+    job: {kind: batch, pods: 16, resource: {memory: 8Gi, vcore: 2}, runtime: 8m}
+events:
+  - {at: 1m, nodes_drained: {group: w, count: 1}}
+  - {at: 12m, nodes_removed: {group: w, count: 1}}
+"""
+    result = await run_scenario(
+        scenario(body, nodes=2, capacity="{memory: 64Gi, vcore: 16}", duration="15m")
+    )
+    gi = 1 << 30
+    for s in result.samples:  # never more allocated than the nodes that are up hold
+        assert all(s.allocated.get(n, 0) <= cap for n, cap in s.capacity.items()), s.time
+    at = {s.time: s for s in result.samples}
+    full = {"memory": 128 * gi, "vcore": 32_000}
+    assert at[120.0].capacity == full and at[120.0].allocated == full  # drained, still up
+    assert at[750.0].capacity == {"memory": 64 * gi, "vcore": 16_000}  # removed
+    util = summarize(result).utilization
+    assert 0 < util["memory"] <= 1 and 0 < util["vcore"] <= 1
+
+    # the live view, which reads the same samples, says 100% of the two nodes
+    view = LiveView(console=Console(file=io.StringIO()), enabled=False)
+    view.update(at[120.0], configuration="default", duration=result.duration)
+    screen = Console(record=True, width=120, file=io.StringIO())
+    screen.print(view)
+    text = screen.export_text()
+    assert "100%: 128Gi of 128Gi" in text and "100%: 32 of 32" in text
+
+
+async def test_a_job_the_core_rejects_says_why_and_counts_apart_from_failed() -> None:
+    acl = QUEUES.replace("submitacl: '*'\n", "submitacl: ana\n")  # only ana may submit
+    body = """\
+workloads:
+  - name: lost
+    queue: root.nope
+    arrivals: {fixed: [0s, 1m, 2m]}
+    job: {kind: batch, pods: 1, resource: {memory: 1Gi, vcore: 1}, runtime: 1m}
+  - name: parent
+    queue: root
+    arrivals: {fixed: [0s]}
+    job: {kind: batch, pods: 1, resource: {memory: 1Gi, vcore: 1}, runtime: 1m}
+  - name: stranger
+    queue: root.a
+    user: bob
+    arrivals: {fixed: [0s]}
+    job: {kind: batch, pods: 1, resource: {memory: 1Gi, vcore: 1}, runtime: 1m}
+  - name: ana
+    queue: root.b
+    user: ana
+    arrivals: {fixed: [0s]}
+    job: {kind: batch, pods: 1, resource: {memory: 1Gi, vcore: 1}, runtime: 1m}
+"""
+    result = await run_scenario(scenario(body, queues=acl, duration="5m"))
+    by_job = {j.job: j for j in result.jobs}
+    assert by_job["lost-00001"].rejected == "queue root.nope does not exist in partition default"
+    assert by_job["parent-00001"].rejected == "queue root is not a leaf queue"
+    assert by_job["stranger-00001"].rejected == "user 'bob' may not submit to queue root.a"
+    assert by_job["lost-00002"].failed and by_job["ana-00001"].rejected == ""
+    assert by_job["ana-00001"].finished is not None
+    s = summarize(result)
+    assert s.jobs_rejected == 5 and s.jobs_failed == 0
+    assert s.checks.rejected_jobs == [
+        "3 jobs of workload lost: queue root.nope does not exist in partition default",
+        "parent-00001: queue root is not a leaf queue",
+        "stranger-00001: user 'bob' may not submit to queue root.a",
+    ]
+    assert b'"rejected_jobs"' in summary_json([s]) and b'"jobs_rejected": 5' in summary_json([s])
+
+
+async def test_events_say_what_they_could_not_do_and_those_after_the_end_are_skipped() -> None:
+    body = """\
+workloads:
+  - name: one
+    queue: root.a
+    arrivals: {fixed: [0s]}
+    job: {kind: service, pods: 1, resource: {memory: 1Gi, vcore: 1}}
+events:
+  - {at: 1m, nodes_drained: {group: w, count: 2}}
+  - {at: 2m, nodes_drained: {group: w, count: 5}}
+  - {at: 3m, nodes_removed: {group: w, count: 10}}
+  - {at: 4m, nodes_drained: {group: w, count: 1}}
+  - {at: 5m, nodes_added: {group: w, count: 1}}
+  - {at: 6m, rm_restart: {}}
+  - {at: 20m, nodes_removed: {group: w, count: 1}}
+"""
+    result = await run_scenario(scenario(body, nodes=2, duration="10m"))
+    assert [(e.time, e.kind, e.detail) for e in result.events] == [
+        (60.0, "node-drained", "2 nodes of w drained: w-1, w-2"),
+        (120.0, "node-drained", "none: every node of w is drained already"),
+        (
+            180.0,
+            "node-removed",
+            "2 nodes of w removed (2 of the 10 asked: the group had 2 up), 1 pod lost: w-1, w-2",
+        ),
+        (240.0, "node-drained", "none: every node of w is removed already"),
+        (300.0, "node-added", "1 node of w added: w-3"),
+        (
+            360.0,
+            "rm-restarted",
+            "recovered 1 application, 1 node update with 1 pod, 0 pods waiting",
+        ),
+        (
+            1200.0,
+            "skipped",
+            "nodes_removed of w (1): after the run's end (10m0s), not played",
+        ),
+    ]

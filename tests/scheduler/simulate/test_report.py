@@ -233,3 +233,93 @@ def test_queues_png_shows_the_bounded_and_busiest_queues_first() -> None:
     assert len(shown) == MAX_QUEUE_PANELS == 12
     # The three queues with bounds, then the nine that used the most memory.
     assert shown == sorted(["root.adhoc", "root.batch", "root.service", *extra[-9:]])
+
+
+def test_rejected_jobs_are_a_failed_check_with_their_reasons(tmp_path: Path) -> None:
+    run, summary = one_run()
+    reasons = [
+        "3 jobs of workload lost: queue root.nope does not exist in partition default",
+        "parent-00001: queue root is not a leaf queue",
+    ]
+    summary = msgspec.structs.replace(
+        summary,
+        jobs_rejected=4,
+        checks=msgspec.structs.replace(summary.checks, rejected_jobs=reasons),
+    )
+    write_report([run], [summary], tmp_path)
+    text = (tmp_path / "report.md").read_text(encoding="utf-8")
+    assert f"| every job accepted | FAIL | {'; '.join(reasons)} |" in text
+    assert ["every job accepted", "FAIL", "; ".join(reasons)] in page(tmp_path).rows
+
+
+def test_a_run_without_rejections_passes_the_acceptance_check(
+    single: tuple[Path, list[Path]],
+) -> None:
+    text = (single[0] / "report.md").read_text(encoding="utf-8")
+    assert "| every job accepted | pass | none rejected |" in text
+
+
+def test_one_run_removes_the_comparison_an_earlier_run_of_several_left(tmp_path: Path) -> None:
+    fair, fifo = make_run("fair"), make_run("fifo", seed=8, wait=300.0)
+    write_report([fair, fifo], [summarize(fair), summarize(fifo)], tmp_path)
+    (tmp_path / "notes.txt").write_text("mine")
+    assert (tmp_path / "comparison.png").exists()
+    run, summary = one_run()
+    write_report([run], [summary], tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([*REPORT_FILES, "notes.txt"])
+    assert "comparison.png" not in (tmp_path / "index.html").read_text(encoding="utf-8")
+
+
+def test_counts_of_one_are_in_the_singular(tmp_path: Path) -> None:
+    run, summary = one_run()
+    one = Distribution(count=1, mean=0.002, p50=0.002, p90=0.002, p99=0.002, max=0.002)
+    summary = msgspec.structs.replace(
+        summary,
+        pending_time=one,
+        gang_wait=msgspec.structs.replace(one, mean=30.0, p50=30.0, p90=30.0, p99=30.0, max=30.0),
+        checks=msgspec.structs.replace(
+            summary.checks,
+            jobs_submitted=1,
+            jobs_finished=1,
+            all_finished=True,
+            gangs=1,
+            gangs_whole=1,
+        ),
+    )
+    write_report([run], [summary], tmp_path)
+    text = (tmp_path / "report.md").read_text(encoding="utf-8")
+    assert "- **pending time**: 1 pod: mean 2ms, p50 2ms, p90 2ms, p99 2ms, max 2ms" in text
+    assert "- **gang wait**: 1 gang whole: mean 30s," in text
+    assert "| every job finished | pass | 1 of 1 job |" in text
+    assert "| no gang ran with part of its members | pass | 1 of 1 gang whole |" in text
+
+
+def test_utilization_png_shows_memory_and_vcore_when_they_are_equal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from matplotlib.figure import Figure
+
+    from scheduler.simulate import _plots
+
+    figures: list[Figure] = []
+    save = _plots._save
+
+    def keep(fig: Figure, folder: Path, name: str) -> Path:
+        figures.append(fig)
+        return save(fig, folder, name)
+
+    monkeypatch.setattr(_plots, "_save", keep)
+    run = make_run("equal")  # memory and vcore the same share of the capacity at every sample
+    run.samples = [
+        msgspec.structs.replace(s, allocated={"memory": 128 << 30, "vcore": 32_000})
+        for s in run.samples
+    ]
+    with _plots.style():
+        _plots.plot_utilization([run], tmp_path)
+    memory, vcore = figures[0].axes[0].get_lines()[:2]
+    assert (memory.get_label(), vcore.get_label()) == ("memory", "vcore")
+    assert memory.get_ydata().tolist() == vcore.get_ydata().tolist()  # type: ignore[union-attr]
+    # vcore drawn over memory, narrower and dashed: memory shows around and between its dashes
+    assert vcore.get_zorder() > memory.get_zorder()
+    assert vcore.get_linewidth() < memory.get_linewidth()
+    assert memory.get_linestyle() == "-" and vcore.get_linestyle() not in ("-", "None")
