@@ -12,7 +12,7 @@ import asyncio
 import math
 import os
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn
 
 import msgspec
 import typer
@@ -186,8 +186,7 @@ def simulate(
         for name in names:
             scenario.configuration(name)
     except ScenarioError as exc:
-        err.print(str(exc), markup=False, highlight=False, soft_wrap=True)
-        raise typer.Exit(2) from None
+        _stop(err, str(exc))
     _check_out(out, err)
     show = progress if progress is not None else err.is_terminal
     results: list[RunResult] = []
@@ -195,11 +194,9 @@ def simulate(
         for name in names:
             results.append(_play(scenario, name, err, show, realtime, speed, connect, token))
     except ScenarioError as exc:
-        err.print(str(exc), markup=False, highlight=False, soft_wrap=True)
-        raise typer.Exit(2) from None
+        _stop(err, str(exc))
     except (OSError, SchedulerError) as exc:  # --connect: a bad address, or no daemon there
-        err.print(f"scheduler simulate: {exc}", markup=False, highlight=False, soft_wrap=True)
-        raise typer.Exit(2) from None
+        _stop(err, f"scheduler simulate: {exc}")
     path = write_summary(results, out)
     summaries = [summarize(r) for r in results]
     stdout = Console(markup=False, highlight=False, emoji=False)
@@ -214,6 +211,13 @@ def simulate(
         stdout.print(f"report: {out / 'index.html'} (and report.md, summary.json)", soft_wrap=True)
     if not all(_checks_hold(s) for s in summaries):
         raise typer.Exit(1)
+
+
+def _stop(err: Console, message: str) -> NoReturn:
+    """Say on stderr, as written, what stops the command (a scenario or recording it
+    cannot play, an option it cannot take), and exit 2."""
+    err.print(message, markup=False, highlight=False, soft_wrap=True)
+    raise typer.Exit(2)
 
 
 def _check_out(out: Path, err: Console) -> None:
@@ -235,8 +239,7 @@ def _check_out(out: Path, err: Console) -> None:
         elif not os.access(parent, os.W_OK | os.X_OK):
             problem = f"cannot make the folder: cannot write in {parent}"
     if problem:
-        err.print(f"scheduler simulate: --out {out}: {problem}", markup=False, soft_wrap=True)
-        raise typer.Exit(2)
+        _stop(err, f"scheduler simulate: --out {out}: {problem}")
 
 
 def _play(
@@ -269,20 +272,17 @@ def _replay(path: Path, rotated: bool, queues: Path | None, out: Path, err: Cons
         config = queues.read_text() if queues is not None else None
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) else "not a text file"
-        err.print(f"scheduler simulate: --queues {queues}: {reason}", markup=False)
-        raise typer.Exit(2) from None
+        _stop(err, f"scheduler simulate: --queues {queues}: {reason}")
     if config is not None:
         try:  # every problem said before playing, not as differences after it
             parse_config(config)
         except ConfigError as exc:
-            err.print(f"scheduler simulate: --queues {queues}: {exc}", markup=False, soft_wrap=True)
-            raise typer.Exit(2) from None
+            _stop(err, f"scheduler simulate: --queues {queues}: {exc}")
     _check_out(out, err)
     try:
         report = asyncio.run(replay(path, rotated=rotated, config=config))
     except SchedulerError as exc:
-        err.print(f"scheduler simulate: {exc}", markup=False, highlight=False, soft_wrap=True)
-        raise typer.Exit(2) from None
+        _stop(err, f"scheduler simulate: {exc}")
     out.mkdir(parents=True, exist_ok=True)
     written = out / "replay.json"
     written.write_bytes(msgspec.json.format(msgspec.json.encode(report.to_dict())) + b"\n")
