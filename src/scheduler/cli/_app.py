@@ -31,6 +31,7 @@ from scheduler.config._check import CheckResult, check_config
 from scheduler.config._quantity import format_resources
 from scheduler.daemon._native import Limits
 from scheduler.daemon._serve import DaemonOptions, run_daemon
+from scheduler.simulate._units import counted
 
 __all__ = ["app", "main"]
 
@@ -412,14 +413,14 @@ def _print_problems(out: Console, name: str, result: CheckResult) -> None:
         if result.readable
         else "(the rest of the file is checked once its YAML can be read)"
     )
-    out.print(f"{_plural(len(result.problems), 'problem')} in {name} {note}", soft_wrap=True)
+    out.print(f"{counted(len(result.problems), 'problem')} in {name} {note}", soft_wrap=True)
 
 
 def _print_summary(out: Console, name: str, result: CheckResult) -> None:
     what = "empty: the core uses its built-in default configuration; " if result.default else ""
     out.print(
-        f"{name} is valid: {what}{_plural(len(result.partitions), 'partition')}, "
-        f"{_plural(result.queues(), 'queue')}",
+        f"{name} is valid: {what}{counted(len(result.partitions), 'partition')}, "
+        f"{counted(result.queues(), 'queue')}",
         soft_wrap=True,
     )
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, header_style="bold")
@@ -433,10 +434,6 @@ def _print_summary(out: Console, name: str, result: CheckResult) -> None:
 
 def _count_queues(partition: Any) -> int:
     return CheckResult(partitions=[partition]).queues()
-
-
-def _plural(count: int, word: str) -> str:
-    return f"{count:,} {word}{'' if count == 1 else 's'}"
 
 
 # ============================================================================ demo
